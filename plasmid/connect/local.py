@@ -1,0 +1,13 @@
+"""A context in a new local Python process."""
+
+TTY = False            # no terminal needed
+EARLY_PAYLOAD = True   # nothing else reads stdin: send the core at once
+PROMPT = None          # never asks for a password
+
+
+def default_name(spec):
+    return 'local'
+
+
+def argv(spec, boot_argv):
+    return boot_argv

@@ -1,0 +1,286 @@
+"""Start a context: run its program, answer prompts, boot the core.
+
+The target receives a short first stage on its command line.  It prints a
+ready marker, reads exactly the compressed core from stdin and runs it; the
+core then reads its BOOT frame and answers HELLO.  Everything after the
+command line travels on the same pipe, so with ssh the whole boot costs one
+round trip beyond ssh's own.
+"""
+import base64
+import errno
+import logging
+import os
+import select
+import sys
+import time
+import zlib
+
+from plasmid.core import codec
+from plasmid.core.errors import ConnectError
+from plasmid.core.framing import FrameReader, Message
+from plasmid.core.loop import set_nonblocking
+from plasmid.core.router import BOOT, HELLO
+from plasmid.core.stream import Stream
+from plasmid.connect.process import Process
+
+READY = b'PLASMID-READY\n'
+REAP_TIMEOUT = 5.0
+
+FIRST_STAGE = '''import os,sys,zlib
+os.write(1,%r)
+n=%d
+b=os.read(0,n)
+while 0<len(b)<n:b+=os.read(0,n-len(b))
+if len(b)<n:sys.exit(1)
+exec(zlib.decompress(b))
+'''
+
+
+def boot_argv(python_path, blob_size):
+    """The interpreter's argv: python -c <first stage>."""
+    code = FIRST_STAGE % (READY, blob_size)
+    encoded = base64.b64encode(zlib.compress(code.encode('ascii'), 9))
+    stub = 'import base64,zlib;exec(zlib.decompress(base64.b64decode("%s")))'
+    if isinstance(python_path, str):
+        python_path = [python_path]
+    return list(python_path) + ['-c', stub % encoded.decode('ascii')]
+
+
+def method_module(name):
+    module_name = 'plasmid.connect.' + name
+    __import__(module_name)
+    return sys.modules[module_name]
+
+
+class Handshake(object):
+    """Drives one new process until its HELLO, answering prompts."""
+
+    def __init__(self, proc, method, spec, payload):
+        self.proc = proc
+        self.method = method
+        self.spec = spec
+        self.payload = payload
+        self.to_write = method.EARLY_PAYLOAD and payload or b''
+        self.stdout = b''
+        self.stderr = b''
+        self.prompt_buf = b''
+        self.prompts = 0
+        self.reader = None
+        self.open = set(fd for fd in (proc.stdout, proc.stderr, proc.tty_fd)
+                        if fd is not None)
+        set_nonblocking(proc.stdin)
+
+    def fail(self, reason):
+        self.proc.kill()
+        detail = self.stderr.decode('utf-8', 'replace').strip()
+        if detail:
+            reason += ': ' + detail
+        raise ConnectError('%s: %s' % (self.spec['name'], reason))
+
+    def run(self, timeout):
+        deadline = time.time() + timeout
+        while True:
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                self.fail('no answer within %gs' % timeout)
+            wlist = self.to_write and [self.proc.stdin] or []
+            try:
+                rlist, wlist, _ = select.select(list(self.open), wlist, [],
+                                                remaining)
+            except select.error as exc:
+                if exc.args[0] == errno.EINTR:
+                    continue
+                raise
+            if wlist:
+                self._write()
+            for fd in rlist:
+                hello = self._read(fd)
+                if hello is not None:
+                    return hello
+
+    def _write(self):
+        try:
+            n = os.write(self.proc.stdin, self.to_write[:65536])
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:
+                return
+            self.fail('the process stopped reading its input')
+        self.to_write = self.to_write[n:]
+
+    def _read(self, fd):
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b''  # EIO: the pty's other side is gone
+        if fd == self.proc.stdout:
+            if not data:
+                self.fail('the process exited during start-up')
+            return self._on_stdout(data)
+        if not data:
+            self.open.discard(fd)
+            return None
+        if fd == self.proc.stderr:
+            self.stderr += data
+        # Programs prompt on their terminal when they have one (ssh), else
+        # on stderr (sudo -S).
+        prompt_fd = self.proc.tty_fd
+        if prompt_fd is None:
+            prompt_fd = self.proc.stderr
+        if fd == prompt_fd:
+            self._check_prompt(data)
+        return None
+
+    def _check_prompt(self, data):
+        self.prompt_buf = (self.prompt_buf + data)[-4096:]
+        for pattern, reason in getattr(self.method, 'REFUSALS', []):
+            if pattern.search(self.prompt_buf):
+                self.fail(reason)
+        if not self.method.PROMPT or \
+                not self.method.PROMPT.search(self.prompt_buf):
+            return
+        self.prompt_buf = b''
+        self.prompts += 1
+        password = self.spec.get('password')
+        if password is None:
+            self.fail('a password was asked for, but none was given')
+        if self.prompts > 1:
+            self.fail('the password was refused')
+        answer = (password + '\n').encode('utf-8')
+        target = self.proc.tty_fd if self.proc.tty_fd is not None \
+            else self.proc.stdin
+        if target == self.proc.stdin:
+            self.to_write = answer + self.to_write
+        else:
+            os.write(target, answer)
+
+    def _on_stdout(self, data):
+        if self.reader is None:
+            self.stdout += data
+            at = self.stdout.find(READY)
+            if at < 0:
+                self.stdout = self.stdout[-len(READY):]
+                return None
+            data = self.stdout[at + len(READY):]
+            self.reader = FrameReader()
+            if not self.method.EARLY_PAYLOAD:
+                self.to_write += self.payload
+        messages = self.reader.feed(data)
+        if not messages:
+            return None
+        hello = messages[0]
+        if hello.handle != HELLO or hello.src != self.spec['context_id']:
+            self.fail('the process did not boot (got %r)' % (hello,))
+        self.reader.buffer[0:0] = b''.join(m.to_bytes() for m in messages[1:])
+        return hello.value()
+
+
+def connect(router, spec, blob):
+    """Start the context *spec* describes; return (stream, hello info).
+
+    Runs in the calling thread and blocks until the context has booted
+    or failed with :class:`ConnectError`.
+    """
+    method = method_module(spec['method'])
+    argv = method.argv(spec, boot_argv(spec['python_path'], len(blob)))
+    tty = method.TTY
+    if tty is None:
+        tty = method.wants_tty(spec)
+    proc = Process(argv, tty=tty)
+    boot = Message.encoding(spec['context_id'], router.context_id, BOOT, {
+        'context_id': spec['context_id'],
+        'parent_id': router.context_id,
+        'name': spec['name'],
+        'log_level': spec.get('log_level', logging.WARNING),
+        'max_message': router.max_message,
+    })
+    handshake = Handshake(proc, method, spec, blob + boot.to_bytes())
+    try:
+        info = handshake.run(spec.get('connect_timeout') or 30.0)
+    except BaseException:
+        _close_all(proc)
+        reap(proc, 1.0)
+        raise
+    if proc.tty_fd is not None:
+        os.close(proc.tty_fd)
+        proc.tty_fd = None
+    stream = Stream(router, proc.stdout, proc.stdin, spec['name'],
+                    handshake.reader)
+    stream.process = proc
+    router.add_child(stream, spec['context_id'])
+    router.loop.defer(stream.start)
+    if proc.stderr is not None:
+        ErrorOutput(router.loop, proc, spec['name']).start()
+    return stream, info
+
+
+class ErrorOutput(object):
+    """Keeps reading a child program's stderr after boot and logs it.
+
+    ssh may still have things to say (warnings, a dropped connection), and
+    a closed pipe would kill it with SIGPIPE.
+    """
+
+    def __init__(self, loop, proc, name):
+        self.loop = loop
+        self.proc = proc
+        self.log = logging.getLogger('plasmid.ctx.' + name)
+
+    def start(self):
+        set_nonblocking(self.proc.stderr)
+        self.loop.defer(self.loop.add_reader, self.proc.stderr, self._read)
+
+    def _read(self):
+        try:
+            data = os.read(self.proc.stderr, 65536)
+        except OSError:
+            data = b''
+        if not data:
+            self.loop.remove_fd(self.proc.stderr)
+            os.close(self.proc.stderr)
+            self.proc.stderr = None
+            return
+        for line in data.decode('utf-8', 'replace').splitlines():
+            if line.strip():
+                self.log.warning('%s', line)
+
+
+def _close_all(proc):
+    for name in ('stdin', 'stdout', 'stderr', 'tty_fd'):
+        fd = getattr(proc, name)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            setattr(proc, name, None)
+
+
+def reap(proc, timeout=REAP_TIMEOUT):
+    """Wait for *proc* to exit, killing it after *timeout*; no zombies."""
+    deadline = time.time() + timeout
+    while proc.poll() is None:
+        if time.time() >= deadline:
+            proc.kill()
+            proc.popen.wait()
+            return
+        time.sleep(0.01)
+
+
+def connect_child(spec):
+    """Called in an intermediary: start a child of this context."""
+    from plasmid.core import child
+    here = child.current
+    stream, info = connect(here.router, spec, here.blob)
+    here.children.append(stream)
+    stream.on_close.append(lambda s: here.loop.defer(_reap_later, here.loop,
+                                                     s.process, 0))
+    return info
+
+
+def _reap_later(loop, proc, tries):
+    """Reap from the loop without blocking it."""
+    if proc.poll() is not None:
+        return
+    if tries > REAP_TIMEOUT / 0.05:
+        proc.kill()
+    loop.call_later(0.05, lambda: _reap_later(loop, proc, tries + 1))

@@ -1,0 +1,49 @@
+"""A context on another machine, through the system OpenSSH client.
+
+Using the real ``ssh`` keeps ``~/.ssh/config``, agents, ProxyJump and
+known_hosts working as the user expects.  Without a password ssh runs in
+batch mode, so a missing key fails fast instead of prompting; with one, ssh
+gets a private pty to prompt on, and we answer there.
+"""
+import os
+import re
+
+TTY = None             # decided per connection: only with a password
+EARLY_PAYLOAD = True   # the core follows the command on the same pipe
+PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:\s*$')
+REFUSALS = [
+    (re.compile(br'(?i)are you sure you want to continue connecting'),
+     'the host key is unknown: add it to known_hosts first'),
+]
+
+
+def default_name(spec):
+    name = 'ssh.%s' % spec['hostname']
+    if spec.get('port'):
+        name += ':%s' % spec['port']
+    return name
+
+
+def wants_tty(spec):
+    return spec.get('password') is not None
+
+
+def shell_quote(word):
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def argv(spec, boot_argv):
+    args = [spec.get('ssh_path') or 'ssh', '-T']
+    if spec.get('port'):
+        args += ['-p', str(spec['port'])]
+    if spec.get('username'):
+        args += ['-l', spec['username']]
+    if spec.get('identity_file'):
+        args += ['-i', os.path.expanduser(spec['identity_file'])]
+    if spec.get('password') is None:
+        args += ['-o', 'BatchMode=yes']
+    if spec.get('connect_timeout'):
+        args += ['-o', 'ConnectTimeout=%d' % max(1, spec['connect_timeout'])]
+    args += list(spec.get('ssh_args') or [])
+    args += [spec['hostname'], ' '.join(shell_quote(w) for w in boot_argv)]
+    return args

@@ -1,0 +1,25 @@
+"""A context as another user, through sudo on the parent's machine.
+
+``sudo -S`` reads the password from stdin, which is also where the core
+goes: so the core is only sent once the new interpreter says it is
+reading, after any password exchange.  That wait costs a local round trip
+on the parent's machine, never a network one.
+"""
+import re
+
+TTY = False
+EARLY_PAYLOAD = False
+PROMPT_TEXT = 'plasmid-sudo-password:'
+PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))
+REFUSALS = []
+
+
+def default_name(spec):
+    return 'sudo.%s' % (spec.get('username') or 'root')
+
+
+def argv(spec, boot_argv):
+    args = [spec.get('sudo_path') or 'sudo', '-S', '-H', '-p', PROMPT_TEXT,
+            '-u', spec.get('username') or 'root']
+    args += list(spec.get('sudo_args') or [])
+    return args + ['--'] + boot_argv

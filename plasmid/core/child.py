@@ -1,0 +1,174 @@
+"""The life of a context: boot, serve calls, shut down.
+
+Threads: the main thread runs calls (see dispatch); a second thread runs
+the I/O loop so that routing, log forwarding and noticing a lost parent go
+on while a call runs.  A lost parent ends the process at once, even if the
+main thread is stuck in user code.
+"""
+import logging
+import os
+import sys
+import time
+
+from plasmid.core import logs
+from plasmid.core.context import Context
+from plasmid.core.dispatch import Dispatcher
+from plasmid.core.framing import FrameReader
+from plasmid.core.importer import Importer
+from plasmid.core.loop import Loop
+from plasmid.core.router import BOOT, HELLO, SHUTDOWN, FROM_PARENT, Router
+from plasmid.core.stream import Stream
+
+# The running context, for code (like connect.spawn) that runs inside it.
+current = None
+SHUTDOWN_GRACE = 2.0   # seconds a stuck call gets before a forced exit
+CHILD_SHUTDOWN_WAIT = 5.0
+
+
+def read_boot(fd):
+    """Block until the BOOT frame arrives; return it and the reader."""
+    reader = FrameReader()
+    while True:
+        data = os.read(fd, 65536)
+        if not data:
+            os._exit(1)
+        messages = reader.feed(data)
+        if messages:
+            break
+    boot = messages.pop(0)
+    if boot.handle != BOOT:
+        os._exit(1)
+    # Frames that came with BOOT (a pipelined first call) wait in the
+    # reader until the stream starts.
+    reader.buffer[0:0] = b''.join(m.to_bytes() for m in messages)
+    return boot.value(), reader
+
+
+def capture_fd(fd):
+    """Point *fd* at a new pipe; return the pipe's read end."""
+    rfd, wfd = os.pipe()
+    os.dup2(wfd, fd)
+    os.close(wfd)
+    return rfd
+
+
+class ChildContext(object):
+    """Everything one context process runs."""
+
+    def __init__(self, blob):
+        self.blob = blob  # the compressed bootstrap, to start children
+        self.rfd = os.dup(0)
+        self.wfd = os.dup(1)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.close(null)
+        self.config, reader = read_boot(self.rfd)
+        self.loop = Loop()
+        self.router = Router(self.loop, self.config['context_id'],
+                             self.config['max_message'])
+        self.parent = Stream(self.router, self.rfd, self.wfd, 'parent',
+                             reader)
+        self.router.set_parent(self.parent, self.config['parent_id'])
+        self.router.on_parent_lost.append(self._on_parent_lost)
+        self.router.add_handler(SHUTDOWN, self._on_shutdown, FROM_PARENT)
+        self.contexts = {}
+        self.dispatcher = Dispatcher(self.router, self.context_for)
+        self.importer = Importer(self.router)
+        self.stopping = False
+        self.children = []  # streams of processes this context started
+
+    @property
+    def context_id(self):
+        return self.router.context_id
+
+    def context_for(self, context_id, name):
+        """Context handles decoded here all share one router."""
+        context = self.contexts.get(context_id)
+        if context is None:
+            context = self.contexts[context_id] = Context(
+                self.router, context_id, name,
+                context_factory=self.context_for)
+        return context
+
+    def _capture_output(self):
+        self.forwarder = logs.install(self.router, self.config['log_level'])
+        self.pipes = [logs.PipeReader(self.loop, self.forwarder, origin,
+                                      capture_fd(fd))
+                      for fd, origin in ((1, logs.STDOUT), (2, logs.STDERR))]
+        sys.stdout = logs.OutputWriter(self.forwarder, logs.STDOUT, 1)
+        sys.stderr = logs.OutputWriter(self.forwarder, logs.STDERR, 2)
+
+    def run(self):
+        self._capture_output()
+        self.importer.install()
+        self.router.send_value(self.config['parent_id'], HELLO, {
+            'pid': os.getpid(),
+            'version': list(sys.version_info[:3]),
+            'executable': sys.executable,
+        })
+        self.loop.defer(self.parent.start)
+        for pipe in self.pipes:
+            self.loop.defer(pipe.start)
+        self.loop.start_thread(lambda: False)
+        self.dispatcher.run()
+        self._finish()
+
+    # --------------------------------------------------------- shutdown
+
+    def _on_shutdown(self, msg):
+        """Loop thread: let the current call finish, then stop."""
+        if self.stopping:
+            return
+        self.stopping = True
+        self.dispatcher.stop()
+        self.loop.call_later(SHUTDOWN_GRACE, self._force_exit_if_busy)
+
+    def _force_exit_if_busy(self):
+        logging.getLogger('plasmid.child').error(
+            'a call did not finish within %.1fs of shutdown; exiting',
+            SHUTDOWN_GRACE)
+        self._flush_and_exit(1)
+
+    def _on_parent_lost(self):
+        # Nobody is left to report to: end now, whatever the main thread is
+        # doing.  Our children see their pipes close and follow.
+        os._exit(0)
+
+    def _finish(self):
+        """Main thread, after the last call: flush everything, then exit."""
+        for stream in list(self.children):
+            if not stream.closed:
+                for cid, s in list(self.router.routes.items()):
+                    if s is stream:
+                        self.router.send_value(cid, SHUTDOWN, None)
+        deadline = time.time() + CHILD_SHUTDOWN_WAIT
+        while any(not s.closed for s in self.children) and \
+                time.time() < deadline:
+            time.sleep(0.01)
+        self._flush_and_exit(0)
+
+    def _flush_and_exit(self, status):
+        for writer in (sys.stdout, sys.stderr):
+            try:
+                writer.flush()
+            except Exception:
+                pass
+        # Close our ends of fds 1 and 2 so the pipe readers see EOF once
+        # no subprocess holds them, then let the loop drain them.
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        # The loop thread drains; if we are the loop thread, nobody can.
+        deadline = time.time() + (0 if self.loop.in_loop_thread() else 1.0)
+        while time.time() < deadline and (
+                any(not p.closed for p in self.pipes) or
+                self.parent.outbox):
+            time.sleep(0.005)
+        os._exit(status)
+
+
+def main(blob):
+    global current
+    current = ChildContext(blob)
+    current.run()

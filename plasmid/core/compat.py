@@ -1,0 +1,32 @@
+"""The one place where Python 2 and Python 3 differ for the payload."""
+import sys
+
+PY2 = sys.version_info[0] == 2
+
+if PY2:  # pragma: no cover - exercised on 2.7 targets
+    text_type = unicode  # noqa: F821
+    bytes_type = str
+    int_types = (int, long)  # noqa: F821
+    string_types = (str, unicode)  # noqa: F821
+
+    builtin_timeout = EnvironmentError
+else:
+    text_type = str
+    bytes_type = bytes
+    int_types = (int,)
+    string_types = (str,)
+    builtin_timeout = TimeoutError
+
+
+def text_from_native(value):
+    """Return a Python 2 ``str`` (bytes) as text; leave text alone."""
+    if isinstance(value, bytes_type) and not PY2:
+        return value.decode('utf-8', 'replace')
+    if PY2 and isinstance(value, str):
+        return value.decode('utf-8', 'replace')
+    return value
+
+
+def qualified_name(func):
+    """The dotted path of *func* inside its module, as Python 3 spells it."""
+    return getattr(func, '__qualname__', None) or func.__name__

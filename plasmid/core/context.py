@@ -1,0 +1,191 @@
+"""Context handles, call futures and ``as_completed``."""
+import collections
+import threading
+import time
+import types
+
+from plasmid.core import compat
+from plasmid.core.errors import ContextLost, Error, TimeoutError
+from plasmid.core.framing import Message
+from plasmid.core.loop import Latch
+from plasmid.core.router import CALL, SHUTDOWN
+
+
+def function_ref(func):
+    """Return ``(module, qualname)`` naming *func*, or raise TypeError.
+
+    Calls carry a name, never code, so only functions that the other side
+    can import by name may be called.
+    """
+    if not callable(func):
+        raise TypeError('%r is not callable' % (func,))
+    owner = getattr(func, '__self__', None)
+    if owner is not None and not isinstance(owner, (type, types.ModuleType)):
+        raise TypeError('cannot call %r: it is bound to an instance; call a '
+                        'module-level function, static or class method' %
+                        (func,))
+    module = getattr(func, '__module__', None)
+    if isinstance(owner, types.ModuleType):
+        module = owner.__name__
+    qualname = compat.qualified_name(func)
+    if module is None or '<lambda>' in qualname or '<locals>' in qualname:
+        raise TypeError('cannot call %r: lambdas, closures and nested '
+                        'functions cannot be imported by name; define it at '
+                        'module level' % (func,))
+    return module, qualname
+
+
+class Future(object):
+    """The pending result of :meth:`Context.call_async`."""
+
+    def __init__(self, context, latch, handle):
+        self.context = context
+        self.latch = latch
+        self.handle = handle
+        self._outcome = None
+
+    def done(self):
+        if not self.latch.is_set and not self.context.router.loop.threaded:
+            self.context.router.loop.run_once(0)
+        return self.latch.is_set
+
+    def result(self, timeout=None):
+        """Return the function's result, or raise what it raised.
+
+        Raises :class:`plasmid.CallError`, :class:`plasmid.ContextLost` or
+        :class:`plasmid.TimeoutError` (after which you may wait again).
+        """
+        if self._outcome is None:
+            msg = self.latch.wait(timeout)
+            self._outcome = self.context.router.decode(
+                msg, self.context.context_factory)
+        ok, value = self._outcome
+        if ok:
+            return value
+        raise value
+
+    def add_done_callback(self, callback):
+        self.latch.add_callback(lambda latch: callback(self))
+
+    def __repr__(self):
+        return '<Future %s on %s>' % (
+            self.done() and 'done' or 'pending', self.context.name)
+
+
+class Context(object):
+    """A handle to one remote interpreter."""
+
+    def __init__(self, router, context_id, name, via=None,
+                 context_factory=None, info=None):
+        self.router = router
+        self.context_id = context_id
+        self.name = name
+        self.via = via
+        self.context_factory = context_factory
+        self.info = info or {}
+
+    def __plasmid_ref__(self):
+        return self.context_id, self.name
+
+    def __repr__(self):
+        return 'Context(%d, %r)' % (self.context_id, self.name)
+
+    @property
+    def python_path(self):
+        return self.info.get('executable')
+
+    def _call_message(self, func, args, kwargs, reply_to):
+        module, qualname = function_ref(func)
+        return Message.encoding(self.context_id, self.router.context_id,
+                                CALL, (module, qualname, args, kwargs),
+                                reply_to)
+
+    def call_async(self, func, *args, **kwargs):
+        """Start ``func(*args, **kwargs)`` remotely; return a Future."""
+        latch = Latch(self.router.loop)
+        msg = self._call_message(func, args, kwargs, 0)
+        msg.reply_to = self.router.expect_reply(self.context_id, latch)
+        self.router.send(msg)
+        return Future(self, latch, msg.reply_to)
+
+    def call(self, func, *args, **kwargs):
+        """Run ``func(*args, **kwargs)`` remotely and return its result."""
+        return self.call_async(func, *args, **kwargs).result()
+
+    def call_no_reply(self, func, *args, **kwargs):
+        """Send a call and return at once; no reply will come back.
+
+        A burst of these costs no round trip.  Failures are logged by the
+        context instead of being raised here.
+        """
+        if self.context_id in self.router.lost:
+            raise ContextLost('context %s is gone' % (self.name,))
+        self.router.send(self._call_message(func, args, kwargs, 0))
+
+    def is_alive(self):
+        return self.context_id not in self.router.lost
+
+    def shutdown(self, wait=True, timeout=10.0):
+        """Ask the context to exit; with *wait*, until it has gone."""
+        gone = Latch(self.router.loop)
+
+        def on_lost(ids):
+            if self.context_id in ids:
+                gone.set()
+        if not self.is_alive():
+            return
+        self.router.on_lost.append(on_lost)
+        try:
+            self.router.send(Message(self.context_id, self.router.context_id,
+                                     SHUTDOWN))
+            if wait:
+                gone.wait(timeout)
+        finally:
+            self.router.on_lost.remove(on_lost)
+
+
+class _Completions(object):
+    """Futures in the order they finish, for :func:`as_completed`."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.ready = collections.deque()
+        self.lock = threading.Lock()
+        self.signal = Latch(loop)
+
+    def on_done(self, future):
+        with self.lock:
+            self.ready.append(future)
+            signal = self.signal
+        signal.set()
+
+    def next(self, deadline):
+        while True:
+            with self.lock:
+                if self.ready:
+                    return self.ready.popleft()
+                if self.signal.is_set:
+                    self.signal = Latch(self.loop)
+                signal = self.signal
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    raise TimeoutError('futures still pending at timeout')
+            signal.wait(remaining)
+
+
+def as_completed(futures, timeout=None):
+    """Yield *futures* as they finish; raise TimeoutError at *timeout*."""
+    futures = list(futures)
+    if not futures:
+        return
+    deadline = None if timeout is None else time.time() + timeout
+    completions = _Completions(futures[0].context.router.loop)
+    for future in futures:
+        future.add_done_callback(completions.on_done)
+    for _ in range(len(futures)):
+        yield completions.next(deadline)
+
+
+__all__ = ['Context', 'Future', 'as_completed', 'function_ref', 'Error']

@@ -1,0 +1,46 @@
+"""The exceptions users catch; every one derives from :class:`Error`."""
+from plasmid.core.compat import builtin_timeout
+
+
+class Error(Exception):
+    """Base class of every error plasmid raises."""
+
+
+class CallError(Error):
+    """A function raised in a remote context.
+
+    Carries the remote exception's type name, its message and the formatted
+    remote traceback; ``str()`` shows all three.
+    """
+
+    def __init__(self, type_name, message, remote_traceback=''):
+        Error.__init__(self, type_name, message, remote_traceback)
+        self.type_name = type_name
+        self.message = message
+        self.remote_traceback = remote_traceback
+
+    def __str__(self):
+        text = '%s: %s' % (self.type_name, self.message)
+        if self.remote_traceback:
+            text += '\n--- remote traceback ---\n' + self.remote_traceback.rstrip()
+        return text
+
+
+class ConnectError(Error):
+    """A context could not be started; the message says why."""
+
+
+class ContextLost(Error):
+    """A context, or a hop on its route, went away."""
+
+
+class TimeoutError(Error, builtin_timeout):
+    """A wait ran out of time (also the built-in ``TimeoutError``)."""
+
+
+class ProtocolError(Error):
+    """A peer sent bytes that are not a valid frame or message."""
+
+
+class StreamError(Error):
+    """Data could not be encoded for the wire (the message names the type)."""

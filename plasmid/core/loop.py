@@ -1,0 +1,302 @@
+"""The I/O loop, and the latch every blocking wait goes through.
+
+One loop per process.  In *threadless* mode no thread runs it: whoever
+blocks in :meth:`Latch.wait` runs loop iterations until its latch is set,
+so a plain script has only its main thread.  In *threaded* mode a dedicated
+thread runs it forever and waiters sleep on a lock.
+
+Loop state (poller registrations, timers) is only touched by the thread
+running the loop; other threads hand it work with :meth:`Loop.defer`.
+"""
+import errno
+import heapq
+import itertools
+import os
+import select
+import threading
+import time
+
+from plasmid.core import compat
+from plasmid.core.errors import TimeoutError
+
+_READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
+_WRITE = select.POLLOUT
+
+
+class Loop(object):
+    """A poll()-based reactor with deferred calls and timers."""
+
+    def __init__(self, threaded=False):
+        self.threaded = threaded
+        self.poller = select.poll()
+        self.readers = {}   # fd -> callback()
+        self.writers = {}   # fd -> callback()
+        self.deferred = []  # callables queued by any thread
+        self.deferred_lock = threading.Lock()
+        self.timers = []    # heap of (deadline, seq, callback)
+        self.seq = itertools.count()
+        self.thread = None
+        self.wake_r, self.wake_w = os.pipe()
+        for fd in (self.wake_r, self.wake_w):
+            set_nonblocking(fd)
+            set_cloexec(fd)
+        self.readers[self.wake_r] = self._drain_waker
+        self.poller.register(self.wake_r, _READ)
+
+    # ------------------------------------------------------- any thread
+
+    def defer(self, func, *args):
+        """Run ``func(*args)`` on the loop's thread at its next iteration."""
+        with self.deferred_lock:
+            self.deferred.append((func, args))
+        if self.threaded and threading.current_thread() is not self.thread:
+            self.wake()
+
+    def wake(self):
+        try:
+            os.write(self.wake_w, b'x')
+        except OSError:  # pipe full: a wake-up is already pending
+            pass
+
+    def in_loop_thread(self):
+        if self.threaded:
+            return threading.current_thread() is self.thread
+        return True
+
+    # ------------------------------------------------------ loop thread
+
+    def add_reader(self, fd, callback):
+        self.readers[fd] = callback
+        self._update(fd)
+
+    def remove_fd(self, fd):
+        self.readers.pop(fd, None)
+        self.writers.pop(fd, None)
+        try:
+            self.poller.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+
+    def set_writer(self, fd, callback):
+        if callback is None:
+            self.writers.pop(fd, None)
+        else:
+            self.writers[fd] = callback
+        self._update(fd)
+
+    def call_later(self, delay, callback):
+        """Run *callback* after *delay* seconds; loop thread only."""
+        entry = [time.time() + delay, next(self.seq), callback]
+        heapq.heappush(self.timers, entry)
+        return entry
+
+    @staticmethod
+    def cancel_timer(entry):
+        entry[2] = None
+
+    def run_once(self, timeout=None):
+        """Run deferred work, wait up to *timeout* for I/O, dispatch it."""
+        if self._run_deferred():
+            timeout = 0
+        timeout = self._next_timeout(timeout)
+        for fd, event in self._poll(timeout):
+            self._dispatch(fd, event)
+        self._run_timers()
+
+    def run_forever(self, should_stop):
+        while not should_stop():
+            self.run_once(None)
+
+    def start_thread(self, should_stop):
+        """Switch to threaded mode: a daemon thread runs the loop from now."""
+        self.threaded = True
+        self.thread = threading.Thread(target=self._thread_main,
+                                       args=(should_stop,),
+                                       name='plasmid-io')
+        self.thread.daemon = True
+        self.thread.start()
+
+    def _thread_main(self, should_stop):
+        self.run_forever(should_stop)
+
+    # -------------------------------------------------------- internals
+
+    def _update(self, fd):
+        mask = 0
+        if fd in self.readers:
+            mask |= _READ
+        if fd in self.writers:
+            mask |= _WRITE
+        if mask:
+            self.poller.register(fd, mask)
+        else:
+            try:
+                self.poller.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+
+    def _run_deferred(self):
+        if not self.deferred:
+            return False
+        with self.deferred_lock:
+            work, self.deferred = self.deferred, []
+        for func, args in work:
+            func(*args)
+        return True
+
+    def _next_timeout(self, timeout):
+        while self.timers and self.timers[0][2] is None:
+            heapq.heappop(self.timers)
+        if self.timers:
+            until = max(0.0, self.timers[0][0] - time.time())
+            if timeout is None or until < timeout:
+                timeout = until
+        return timeout
+
+    def _poll(self, timeout):
+        ms = None if timeout is None else int(timeout * 1000 + 0.999)
+        try:
+            return self.poller.poll(ms)
+        except (select.error, OSError) as exc:
+            if exc.args[0] == errno.EINTR:
+                return []
+            raise
+
+    def _dispatch(self, fd, event):
+        if event & (select.POLLIN | select.POLLPRI | select.POLLHUP |
+                    select.POLLERR | select.POLLNVAL):
+            callback = self.readers.get(fd)
+            if callback is not None:
+                callback()
+                if event & select.POLLNVAL:
+                    self.remove_fd(fd)
+                return
+        if event & select.POLLOUT:
+            callback = self.writers.get(fd)
+            if callback is not None:
+                callback()
+        elif event & select.POLLNVAL:
+            self.remove_fd(fd)
+
+    def _run_timers(self):
+        now = time.time()
+        while self.timers and self.timers[0][0] <= now:
+            callback = heapq.heappop(self.timers)[2]
+            if callback is not None:
+                callback()
+
+    def _drain_waker(self):
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except OSError:
+            pass
+
+    def close(self):
+        for fd in (self.wake_r, self.wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class Latch(object):
+    """A one-shot result that threads (or the loop) wait for.
+
+    ``set()`` may be called from any thread.  ``wait()`` in threadless mode
+    runs the loop until the latch is set; in threaded mode it sleeps.
+    """
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.is_set = False
+        self.value = None
+        self.error = None
+        self.callbacks = []
+        self.waiters = []
+        self.lock = threading.Lock()
+
+    def set(self, value=None, error=None):
+        with self.lock:
+            if self.is_set:
+                return False
+            self.value, self.error, self.is_set = value, error, True
+            waiters, self.waiters = self.waiters, []
+            callbacks, self.callbacks = self.callbacks, []
+        for waiter in waiters:
+            waiter.release()
+        for callback in callbacks:
+            callback(self)
+        return True
+
+    def add_callback(self, callback):
+        """Call ``callback(latch)`` once set (now, if already set)."""
+        with self.lock:
+            if not self.is_set:
+                self.callbacks.append(callback)
+                return
+        callback(self)
+
+    def wait(self, timeout=None):
+        """Return the value, raise the error, or raise TimeoutError."""
+        if not self.is_set:
+            if self.loop.threaded and not self.loop.in_loop_thread():
+                self._sleep(timeout)
+            else:
+                self._run_loop(timeout)
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def _run_loop(self, timeout):
+        deadline = None if timeout is None else time.time() + timeout
+        while not self.is_set:
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    raise TimeoutError('no result within %.3gs' % timeout)
+            self.loop.run_once(remaining)
+
+    def _sleep(self, timeout):
+        waiter = threading.Lock()
+        waiter.acquire()
+        with self.lock:
+            if self.is_set:
+                return
+            self.waiters.append(waiter)
+        if not acquire_lock(waiter, timeout):
+            with self.lock:
+                if waiter in self.waiters:
+                    self.waiters.remove(waiter)
+            if not self.is_set:
+                raise TimeoutError('no result within %.3gs' % timeout)
+
+
+if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout
+    def acquire_lock(lock, timeout):
+        if timeout is None:
+            return lock.acquire()
+        deadline = time.time() + timeout
+        delay = 0.0005
+        while not lock.acquire(False):
+            if time.time() >= deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        return True
+else:
+    def acquire_lock(lock, timeout):
+        return lock.acquire(True, -1 if timeout is None else timeout)
+
+
+def set_nonblocking(fd):
+    import fcntl
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+
+
+def set_cloexec(fd):
+    import fcntl
+    flags = fcntl.fcntl(fd, fcntl.F_GETFD)
+    fcntl.fcntl(fd, fcntl.F_SETFD, flags | fcntl.FD_CLOEXEC)

@@ -1,0 +1,140 @@
+"""A stream: one link to a neighbouring context over a pair of fds."""
+import errno
+import logging
+import os
+import threading
+
+from plasmid.core.errors import ProtocolError
+from plasmid.core.framing import FrameReader
+from plasmid.core.loop import set_cloexec, set_nonblocking
+
+LOG = logging.getLogger('plasmid.stream')
+READ_SIZE = 256 * 1024
+
+
+class Stream(object):
+    """Frames messages out to, and in from, one neighbour.
+
+    Reading and buffered writing happen on the loop's thread; ``send()``
+    may be called from any thread and writes straight to the fd when
+    nothing is queued, so a reply costs no wake-up of the I/O thread.
+    """
+
+    def __init__(self, router, rfd, wfd, name, reader=None):
+        self.router = router
+        self.loop = router.loop
+        self.rfd = rfd
+        self.wfd = wfd
+        self.name = name
+        self.reader = reader or FrameReader(router.max_message)
+        self.outbox = []
+        self.lock = threading.Lock()
+        self.closed = False
+        self.on_close = []  # callbacks(stream) once the stream is gone
+        self.process = None  # the local process at the other end, if any
+        self.bytes_in = 0
+        self.bytes_out = 0
+        for fd in set((rfd, wfd)):
+            set_nonblocking(fd)
+            set_cloexec(fd)
+
+    def __repr__(self):
+        return 'Stream(%s)' % (self.name,)
+
+    def start(self):
+        """Begin reading; must run on the loop thread (use loop.defer)."""
+        if not self.closed:
+            self.loop.add_reader(self.rfd, self.on_readable)
+            if self.outbox:
+                self.loop.set_writer(self.wfd, self.on_writable)
+
+    # ------------------------------------------------------------ input
+
+    def on_readable(self):
+        try:
+            data = os.read(self.rfd, READ_SIZE)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
+                return
+            data = b''
+        if not data:
+            self.close()
+            return
+        self.bytes_in += len(data)
+        try:
+            messages = self.reader.feed(data)
+        except ProtocolError as exc:
+            LOG.error('%r: closing after a malformed frame: %s', self, exc)
+            self.close()
+            return
+        for msg in messages:
+            msg.stream = self
+            self.router.receive(msg)
+            if self.closed:
+                return
+
+    # ----------------------------------------------------------- output
+
+    def send(self, data):
+        """Queue *data*, writing at once what the fd will take."""
+        with self.lock:
+            if self.closed:
+                return False
+            self.bytes_out += len(data)
+            if self.outbox:
+                self.outbox.append(data)
+                return True
+            try:
+                written = os.write(self.wfd, data)
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EINTR):
+                    # The reader will see the loss too and close us.
+                    return False
+                written = 0
+            if written == len(data):
+                return True
+            self.outbox.append(data[written:])
+        self.loop.defer(self._want_write)
+        return True
+
+    def _want_write(self):
+        if not self.closed and self.outbox:
+            self.loop.set_writer(self.wfd, self.on_writable)
+
+    def on_writable(self):
+        with self.lock:
+            while self.outbox:
+                chunk = self.outbox[0]
+                try:
+                    written = os.write(self.wfd, chunk)
+                except OSError as exc:
+                    if exc.errno in (errno.EAGAIN, errno.EINTR):
+                        return
+                    self.outbox = []
+                    break
+                if written < len(chunk):
+                    self.outbox[0] = chunk[written:]
+                    return
+                self.outbox.pop(0)
+        self.loop.set_writer(self.wfd, None)
+
+    def pending_output(self):
+        return sum(len(chunk) for chunk in self.outbox)
+
+    # ---------------------------------------------------------- closing
+
+    def close(self):
+        """Forget the fds and tell everyone interested; loop thread only."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.outbox = []
+        for fd in set((self.rfd, self.wfd)):
+            self.loop.remove_fd(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for callback in self.on_close:
+            callback(self)

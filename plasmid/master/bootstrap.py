@@ -1,0 +1,92 @@
+"""Build the compressed core every new context boots from.
+
+The core's sources are stripped of docstrings and comments (they stay in
+the repository for readers) and packed with a small loader into one
+zlib-compressed script that works on Python 2.7 and 3.x.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import zlib
+
+# Order matters: each module only imports modules listed before it.
+CORE_MODULES = [
+    'plasmid.core.compat',
+    'plasmid.core.errors',
+    'plasmid.core.codec',
+    'plasmid.core.framing',
+    'plasmid.core.loop',
+    'plasmid.core.stream',
+    'plasmid.core.router',
+    'plasmid.core.context',
+    'plasmid.core.dispatch',
+    'plasmid.core.logs',
+    'plasmid.core.importer',
+    'plasmid.core.child',
+]
+
+# What ``import plasmid`` gives inside a context: the errors and helpers
+# that make sense there, never the master's Router.
+CHILD_PACKAGE = '''from plasmid.core.errors import (Error, CallError, ConnectError,
+    ContextLost, TimeoutError)
+from plasmid.core.context import as_completed
+'''
+
+LOADER = '''import sys,types
+def _plasmid_load(name,pkg,src):
+ m=sys.modules.get(name) or types.ModuleType(name)
+ m.__file__='<plasmid:%s>'%name
+ m.__package__=pkg and name or name.rpartition('.')[0]
+ if pkg:m.__path__=[]
+ sys.modules[name]=m
+ parent,_,leaf=name.rpartition('.')
+ if parent:setattr(sys.modules[parent],leaf,m)
+ exec(compile(src,m.__file__,'exec'),m.__dict__)
+for _n,_p,_s in _PLASMID_MODULES:_plasmid_load(_n,_p,_s)
+sys.modules['plasmid.core.child'].main(b)
+'''
+
+
+def read_source(module_name: str) -> str:
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.origin is None:
+        raise ImportError('cannot find %s' % module_name)
+    with open(spec.origin, encoding='utf-8') as handle:
+        return handle.read()
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str))
+
+
+def minify(source: str) -> str:
+    """Drop docstrings and comments; keep code the same on 2.7 and 3.x."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, 'body', None)
+        if isinstance(body, list) and body and _is_docstring(body[0]):
+            body.pop(0)
+            if not body:
+                body.append(ast.Pass())
+    return ast.unparse(tree) + '\n'
+
+
+def core_modules() -> list[tuple[str, bool, str]]:
+    """(name, is_package, source) for everything the bootstrap carries."""
+    modules = [('plasmid', True, ''), ('plasmid.core', True, '')]
+    for name in CORE_MODULES:
+        modules.append((name, False, minify(read_source(name))))
+    # The package's exports import from core: fill it in last.
+    modules.append(('plasmid', True, CHILD_PACKAGE))
+    return modules
+
+
+@functools.lru_cache(maxsize=None)
+def build_blob() -> bytes:
+    """The zlib-compressed second stage, built once per master process."""
+    script = '_PLASMID_MODULES=%r\n%s' % (core_modules(), LOADER)
+    script.encode('ascii')  # the payload must stay ASCII for Python 2
+    return zlib.compress(script.encode('ascii'), 9)

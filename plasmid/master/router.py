@@ -1,0 +1,273 @@
+"""The public Router: starts contexts and owns everything they need.
+
+Threadless by default: no thread is started, and the I/O loop runs inside
+whatever call is blocked waiting (``call()``, ``Future.result()``,
+``as_completed``).  ``Router(threaded=True)`` runs the loop in a thread
+instead, so many threads can call at once.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import sys
+import threading
+import time
+import weakref
+from typing import Any, Optional, Sequence, Union
+
+from plasmid.connect import spawn
+from plasmid.core.context import Context
+from plasmid.core.errors import ConnectError, ContextLost
+from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
+from plasmid.core.loop import Loop
+from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, LOG_RECORD,
+                                 SHUTDOWN, Router as CoreRouter)
+from plasmid.master.bootstrap import build_blob
+from plasmid.master.modules import ModuleResponder
+
+MASTER_ID = 0
+PythonPath = Union[str, Sequence[str], None]
+_live_routers: "weakref.WeakSet[Router]" = weakref.WeakSet()
+
+
+class MasterContext(Context):
+    """A context started by this master."""
+
+    def __init__(self, master: "Router", context_id: int, name: str,
+                 via: Optional["MasterContext"], info: dict,
+                 stream=None) -> None:
+        super().__init__(master.core, context_id, name, via,
+                         master.context_for, info)
+        self.master = master
+        self.stream = stream  # our own link, for direct children only
+
+    def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
+        """Ask the context to exit; with *wait*, until its process is gone."""
+        if not self.is_alive():
+            return
+        if self.master.loop.threaded or not wait:
+            super().shutdown(wait=wait, timeout=timeout)
+        else:
+            super().shutdown(wait=True, timeout=timeout)
+        if wait and self.stream is not None and self.stream.process:
+            spawn.reap(self.stream.process, timeout)
+            self.master._release(self.stream)
+
+
+class Router:
+    """Starts contexts and routes their traffic; see the module docstring."""
+
+    def __init__(self, threaded: bool = False,
+                 max_message_size: int = DEFAULT_MAX_MESSAGE,
+                 shutdown_timeout: float = 5.0) -> None:
+        self.loop = Loop()
+        self.core = CoreRouter(self.loop, MASTER_ID, max_message_size)
+        self.responder = ModuleResponder(self.core)
+        self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
+        self.contexts: dict[int, MasterContext] = {}
+        self.streams: list = []       # links to our direct children
+        self.ids = itertools.count(1)
+        self.shutdown_timeout = shutdown_timeout
+        self.closed = False
+        self.stopping = False
+        self.lock = threading.Lock()
+        if threaded:
+            self.loop.start_thread(lambda: self.stopping)
+        _live_routers.add(self)
+
+    def __enter__(self) -> "Router":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.shutdown()
+
+    # ------------------------------------------------- starting contexts
+
+    def local(self, python_path: PythonPath = None, name: Optional[str] = None,
+              connect_timeout: float = 30.0,
+              via: Optional[MasterContext] = None) -> MasterContext:
+        """Start a new Python interpreter on this machine (or *via*'s)."""
+        return self._start('local', via, name, connect_timeout,
+                           python_path=self._python(python_path, via))
+
+    def ssh(self, hostname: str, port: Optional[int] = None,
+            username: Optional[str] = None,
+            identity_file: Optional[str] = None,
+            password: Optional[str] = None, python_path: PythonPath = None,
+            ssh_args: Optional[Sequence[str]] = None,
+            ssh_path: Optional[str] = None, name: Optional[str] = None,
+            connect_timeout: float = 30.0,
+            via: Optional[MasterContext] = None) -> MasterContext:
+        """Start Python on *hostname* through the system ssh client."""
+        return self._start('ssh', via, name, connect_timeout,
+                           hostname=hostname, port=port, username=username,
+                           identity_file=identity_file, password=password,
+                           python_path=python_path or 'python3',
+                           ssh_args=list(ssh_args or []), ssh_path=ssh_path)
+
+    def sudo(self, username: str = 'root', password: Optional[str] = None,
+             via: Optional[MasterContext] = None,
+             python_path: PythonPath = None,
+             sudo_args: Optional[Sequence[str]] = None,
+             sudo_path: Optional[str] = None, name: Optional[str] = None,
+             connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python as *username* through sudo, here or on *via*."""
+        return self._start('sudo', via, name, connect_timeout,
+                           username=username, password=password,
+                           python_path=self._python(python_path, via),
+                           sudo_args=list(sudo_args or []),
+                           sudo_path=sudo_path)
+
+    @staticmethod
+    def _python(python_path: PythonPath,
+                via: Optional[MasterContext]) -> Any:
+        if python_path is not None:
+            return python_path if isinstance(python_path, str) \
+                else list(python_path)
+        if via is not None:
+            return via.python_path or 'python3'
+        return sys.executable
+
+    def _start(self, method: str, via: Optional[MasterContext],
+               name: Optional[str], connect_timeout: float,
+               **options: Any) -> MasterContext:
+        if self.closed:
+            raise ConnectError('this router has been shut down')
+        if via is not None and not via.is_alive():
+            raise ContextLost('cannot start a context via %s: it is gone'
+                              % via.name)
+        self._sweep()
+        context_id = next(self.ids)
+        spec = dict(options, method=method, context_id=context_id,
+                    connect_timeout=connect_timeout)
+        spec['name'] = name or self._default_name(method, spec, context_id)
+        spec['log_level'] = logging.getLogger(
+            'plasmid.ctx.' + spec['name']).getEffectiveLevel()
+        if via is None:
+            return self._start_direct(spec)
+        return self._start_via(spec, via)
+
+    @staticmethod
+    def _default_name(method: str, spec: dict, context_id: int) -> str:
+        module = spawn.method_module(method)
+        return '%s.%d' % (module.default_name(spec), context_id)
+
+    def _start_direct(self, spec: dict) -> MasterContext:
+        stream, info = spawn.connect(self.core, spec, build_blob())
+        with self.lock:
+            self.streams.append(stream)
+        context = MasterContext(self, spec['context_id'], spec['name'],
+                                None, info, stream)
+        self.contexts[context.context_id] = context
+        return context
+
+    def _start_via(self, spec: dict, via: MasterContext) -> MasterContext:
+        new_id = spec['context_id']
+        # Every hop between us and *via* must learn the new route before
+        # the new context's first message can pass through it.
+        path = self._path_to(via)
+        for hop, next_hop in zip(path, path[1:]):
+            self.core.send(Message.encoding(hop.context_id, MASTER_ID,
+                                            ADD_ROUTE,
+                                            (new_id, next_hop.context_id)))
+        self.core.add_route(new_id, self.core.routes[path[0].context_id])
+        try:
+            info = via.call(spawn.connect_child, spec)
+        except BaseException:
+            self.core.lose([new_id], 'start-up failed')
+            raise
+        context = MasterContext(self, new_id, spec['name'], via, info)
+        self.contexts[new_id] = context
+        return context
+
+    @staticmethod
+    def _path_to(context: MasterContext) -> list:
+        path = []
+        while context is not None:
+            path.append(context)
+            context = context.via
+        return path[::-1]
+
+    def context_for(self, context_id: int, name: str) -> Context:
+        """What a context reference in a message decodes to."""
+        context = self.contexts.get(context_id)
+        if context is None:
+            return Context(self.core, context_id, name,
+                           context_factory=self.context_for)
+        return context
+
+    # ------------------------------------------------------------ logs
+
+    def _on_log(self, msg: Message) -> None:
+        origin, level, text = msg.value()
+        context = self.contexts.get(msg.src)
+        name = context.name if context else 'context-%d' % msg.src
+        if not isinstance(level, int):
+            level = logging.INFO
+        logging.getLogger('plasmid.ctx.' + name).log(
+            level, '%s', text,
+            extra={'plasmid_context': name, 'plasmid_origin': origin})
+
+    # -------------------------------------------------------- shutdown
+
+    def _release(self, stream) -> None:
+        """Forget a finished direct child once its process is reaped."""
+        if stream.process is not None and stream.process.poll() is not None:
+            spawn._close_all(stream.process)
+            with self.lock:
+                if stream in self.streams:
+                    self.streams.remove(stream)
+
+    def _sweep(self) -> None:
+        """Reap direct children that have exited, without blocking."""
+        for stream in list(self.streams):
+            if stream.closed:
+                self._release(stream)
+
+    def shutdown(self, timeout: Optional[float] = None) -> None:
+        """Stop every context, wait for them, and free every resource."""
+        if self.closed:
+            return
+        self.closed = True
+        timeout = self.shutdown_timeout if timeout is None else timeout
+        deadline = time.time() + timeout
+        for context in list(self.contexts.values())[::-1]:
+            if context.is_alive():
+                self.core.send(Message(context.context_id, MASTER_ID,
+                                       SHUTDOWN))
+        self._wait_streams_closed(deadline)
+        self._stop_loop()
+        for stream in list(self.streams):
+            stream.close()  # the loop is stopped: safe from this thread
+            if stream.process is not None:
+                spawn.reap(stream.process, max(0.1, deadline - time.time()))
+            self._release(stream)
+        self.loop.close()
+        _live_routers.discard(self)
+
+    def _wait_streams_closed(self, deadline: float) -> None:
+        while time.time() < deadline and any(
+                not s.closed for s in self.streams):
+            if self.loop.threaded:
+                time.sleep(0.005)
+            else:
+                self.loop.run_once(max(0.0, deadline - time.time()))
+
+    def _stop_loop(self) -> None:
+        if self.loop.thread is not None:
+            self.stopping = True
+            self.loop.wake()
+            self.loop.thread.join(5.0)
+            self.loop.threaded = False
+
+
+@atexit.register
+def _shutdown_all() -> None:
+    """Routers the program forgot to shut down are shut down at exit."""
+    for router in list(_live_routers):
+        try:
+            router.shutdown(timeout=2.0)
+        except Exception:
+            pass
