@@ -40,22 +40,32 @@ class Dispatcher(object):
         self.router = router
         self.context_factory = context_factory
         self.queue = collections.deque()
-        self.ready = threading.Semaphore(0)
+        # A bare lock used as a wake-up signal: far cheaper than a
+        # Semaphore, which is built on a Condition in pure Python.
+        self.wakeup = threading.Lock()
+        self.wakeup.acquire()
         self.busy = False
         router.add_handler(CALL, self._on_call, FROM_PARENT)
 
     def _on_call(self, msg):
         self.queue.append(msg)
-        self.ready.release()
+        self._wake()
 
     def stop(self):
         self.queue.append(_STOP)
-        self.ready.release()
+        self._wake()
+
+    def _wake(self):
+        try:
+            self.wakeup.release()
+        except (RuntimeError, threading.ThreadError):
+            pass  # already released: the main thread will look again
 
     def run(self):
         """Run calls until :meth:`stop`; call from the main thread."""
         while True:
-            self.ready.acquire()
+            while not self.queue:
+                self.wakeup.acquire()
             msg = self.queue.popleft()
             if msg is _STOP:
                 return

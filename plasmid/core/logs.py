@@ -77,7 +77,8 @@ class OutputWriter(object):
                 return len(text)
             self.partial.append(text)
             lines = ''.join(self.partial).split('\n')
-            self.partial = [lines.pop()] if lines[-1] else []
+            rest = lines.pop()
+            self.partial = rest and [rest] or []
         for line in lines:
             self.forwarder.send(self.origin, logging.INFO, line)
         return len(text)

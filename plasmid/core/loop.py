@@ -21,6 +21,8 @@ from plasmid.core.errors import TimeoutError
 
 _READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 _WRITE = select.POLLOUT
+_NVAL = select.POLLNVAL
+_READABLE = _READ | _NVAL
 
 
 class Loop(object):
@@ -163,19 +165,18 @@ class Loop(object):
             raise
 
     def _dispatch(self, fd, event):
-        if event & (select.POLLIN | select.POLLPRI | select.POLLHUP |
-                    select.POLLERR | select.POLLNVAL):
+        if event & _READABLE:
             callback = self.readers.get(fd)
             if callback is not None:
                 callback()
-                if event & select.POLLNVAL:
+                if event & _NVAL:
                     self.remove_fd(fd)
                 return
-        if event & select.POLLOUT:
+        if event & _WRITE:
             callback = self.writers.get(fd)
             if callback is not None:
                 callback()
-        elif event & select.POLLNVAL:
+        elif event & _NVAL:
             self.remove_fd(fd)
 
     def _run_timers(self):

@@ -1,0 +1,119 @@
+"""Local test accounts and their sudo rules.
+
+plasmid-a logs in over ssh and may sudo to root without a password, and to
+plasmid-b only with its own password.  Nothing else is granted, so sudo to
+any other user (e.g. nobody) is refused.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import tempfile
+
+from .procs import wait_gone
+
+USER_A = "plasmid-a"
+USER_B = "plasmid-b"
+# Throwaway passwords for throwaway accounts on a test machine.
+PASSWORD_A = "plasmid-a-pw-7Qx2"
+PASSWORD_B = "plasmid-b-pw-4Kd9"
+SUDOERS_PATH = "/etc/sudoers.d/plasmid-testbed"
+
+# timestamp_timeout=0: sudo never caches a correct password, so a test that
+# gives a wrong password can't pass on credentials left by an earlier test.
+# The system's use_pty default is deliberately kept.
+SUDOERS = f"""\
+# Written by plasmid's test bed (tests/testbed/accounts.py).
+Defaults:{USER_A} timestamp_timeout=0
+{USER_A} ALL=(root) NOPASSWD: ALL
+{USER_A} ALL=({USER_B}) PASSWD: ALL
+"""
+
+
+def user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def ensure_account(name: str, password: str) -> None:
+    """Create a login account (if missing) and (re)set its password."""
+    if not user_exists(name):
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name],
+                       check=True, capture_output=True)
+    # Always reset: an account left over from an older run may have
+    # another password.
+    subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True,
+                   check=True, capture_output=True)
+
+
+def install_sudoers() -> None:
+    """Install SUDOERS atomically after visudo has approved it.
+
+    The temp file's name contains a '.', which sudo's @includedir skips, so
+    a half-written file is never live.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=".plasmid-testbed.", dir=os.path.dirname(SUDOERS_PATH))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(SUDOERS)
+        os.chmod(tmp, 0o440)
+        check = subprocess.run(["visudo", "-cf", tmp], capture_output=True, text=True)
+        if check.returncode != 0:
+            raise RuntimeError(f"visudo rejected sudoers: {check.stdout}{check.stderr}")
+        os.replace(tmp, SUDOERS_PATH)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def create_accounts() -> None:
+    """Idempotently create plasmid-a, plasmid-b and their sudo rules."""
+    ensure_account(USER_A, PASSWORD_A)
+    ensure_account(USER_B, PASSWORD_B)
+    install_sudoers()
+
+
+def _user_pids(uid: int) -> set[int]:
+    pids = set()
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and os.stat(f"/proc/{name}").st_uid == uid:
+                pids.add(int(name))
+        except OSError:
+            pass
+    return pids
+
+
+def kill_user_processes(name: str) -> None:
+    """Kill everything running as `name`; userdel refuses otherwise."""
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+    for sig in ("TERM", "KILL"):
+        # pkill exits 1 when nothing matched; that's fine.
+        subprocess.run(["pkill", f"-{sig}", "-u", name], capture_output=True)
+        if not wait_gone(_user_pids(uid), 2.0):
+            return
+
+
+def remove_accounts() -> None:
+    """Undo create_accounts(): processes, sudo rules, accounts, homes."""
+    for name in (USER_A, USER_B):
+        kill_user_processes(name)
+    if os.path.exists(SUDOERS_PATH):
+        os.unlink(SUDOERS_PATH)
+    for name in (USER_A, USER_B):
+        if user_exists(name):
+            # -r also removes the home dir; the missing mail spool warning
+            # is noise.
+            subprocess.run(["userdel", "-r", name], capture_output=True)
+        # sudo keeps per-user timestamp files; a future account with the
+        # same name must not inherit them.
+        ts = f"/run/sudo/ts/{name}"
+        if os.path.exists(ts):
+            os.unlink(ts)
