@@ -45,16 +45,25 @@ class Process(object):
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
             raise ConnectError('cannot run %s: %s' % (argv[0], exc))
-        for fd in (pipes[0][0], pipes[1][1], pipes[2][1], tty_slave):
+        for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
             _close(fd)
+        # Holding the slave open keeps reads of the master from failing
+        # with EIO before the program opens its terminal.
+        self.tty_slave = tty_slave
         self.stdin = pipes[0][1]
         self.stdout = pipes[1][0]
         self.stderr = pipes[2][0]
         self.pid = self.popen.pid
 
-    def close_extra_fds(self):
-        """Close the stderr and tty fds once the handshake is over."""
-        for name in ('stderr', 'tty_fd'):
+    def close_tty_slave(self):
+        """After the handshake.  The master side stays open for the life
+        of the process: closing it would hang up the program's terminal
+        and kill it with SIGHUP."""
+        _close(self.tty_slave)
+        self.tty_slave = None
+
+    def close_all(self):
+        for name in ('stdin', 'stdout', 'stderr', 'tty_fd', 'tty_slave'):
             _close(getattr(self, name))
             setattr(self, name, None)
 

@@ -10,6 +10,7 @@ import base64
 import errno
 import logging
 import os
+import re
 import select
 import sys
 import time
@@ -72,10 +73,21 @@ class Handshake(object):
 
     def fail(self, reason):
         self.proc.kill()
-        detail = self.stderr.decode('utf-8', 'replace').strip()
+        detail = self._stderr_text()
         if detail:
             reason += ': ' + detail
         raise ConnectError('%s: %s' % (self.spec['name'], reason))
+
+    def _stderr_text(self):
+        """stderr, minus our own prompt marker and bootstrap command."""
+        text = self.stderr.decode('utf-8', 'replace')
+        prompt = getattr(self.method, 'PROMPT_TEXT', None)
+        if prompt:
+            text = text.replace(prompt, '')
+        text = re.sub(r"\S*-c import base64,zlib;exec\S*", '<bootstrap>',
+                      text)
+        return ' '.join(line.strip() for line in text.splitlines()
+                        if line.strip())
 
     def run(self, timeout):
         deadline = time.time() + timeout
@@ -197,12 +209,10 @@ def connect(router, spec, blob):
     try:
         info = handshake.run(spec.get('connect_timeout') or 30.0)
     except BaseException:
-        _close_all(proc)
+        proc.close_all()
         reap(proc, 1.0)
         raise
-    if proc.tty_fd is not None:
-        os.close(proc.tty_fd)
-        proc.tty_fd = None
+    proc.close_tty_slave()
     stream = Stream(router, proc.stdout, proc.stdin, spec['name'],
                     handshake.reader)
     stream.process = proc
@@ -242,17 +252,6 @@ class ErrorOutput(object):
         for line in data.decode('utf-8', 'replace').splitlines():
             if line.strip():
                 self.log.warning('%s', line)
-
-
-def _close_all(proc):
-    for name in ('stdin', 'stdout', 'stderr', 'tty_fd'):
-        fd = getattr(proc, name)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-            setattr(proc, name, None)
 
 
 def reap(proc, timeout=REAP_TIMEOUT):

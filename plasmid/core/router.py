@@ -185,7 +185,8 @@ class Router(object):
             return msg.stream is not None and msg.stream is not self.parent
         if policy == FROM_ANY:
             return True
-        return msg.src == policy
+        # One context's replies, or this router's own error answers.
+        return msg.src == policy or msg.stream is None
 
     def _undeliverable(self, msg, reason):
         if msg.reply_to and msg.handle != LOG_RECORD:

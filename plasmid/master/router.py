@@ -215,7 +215,7 @@ class Router:
     def _release(self, stream) -> None:
         """Forget a finished direct child once its process is reaped."""
         if stream.process is not None and stream.process.poll() is not None:
-            spawn._close_all(stream.process)
+            stream.process.close_all()
             with self.lock:
                 if stream in self.streams:
                     self.streams.remove(stream)
