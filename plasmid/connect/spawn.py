@@ -126,6 +126,7 @@ class Handshake(object):
             data = b''  # EIO: the pty's other side is gone
         if fd == self.proc.stdout:
             if not data:
+                self._drain_stderr(1.0)
                 self.fail('the process exited during start-up')
             return self._on_stdout(data)
         if not data:
@@ -141,6 +142,23 @@ class Handshake(object):
         if fd == prompt_fd:
             self._check_prompt(data)
         return None
+
+    def _drain_stderr(self, timeout):
+        """Collect what an ending process still writes to stderr: its
+        reason may arrive after its stdout has closed."""
+        deadline = time.time() + timeout
+        fd = self.proc.stderr
+        while fd in self.open:
+            remaining = deadline - time.time()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b''
+            if not data:
+                return
+            self.stderr += data
 
     def _check_prompt(self, data):
         self.prompt_buf = (self.prompt_buf + data)[-4096:]

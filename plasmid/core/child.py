@@ -1,9 +1,9 @@
 """The life of a context: boot, serve calls, shut down.
 
-Threads: the main thread runs calls (see dispatch); a second thread runs
-the I/O loop so that routing, log forwarding and noticing a lost parent go
-on while a call runs.  A lost parent ends the process at once, even if the
-main thread is stuck in user code.
+Threads: the main thread runs calls, and the I/O loop between them; a
+standby thread runs the loop during long calls (see dispatch), so routing,
+log forwarding and noticing a lost parent go on whatever a call does.  A
+lost parent ends the process at once, even if a call is stuck.
 """
 import logging
 import os
@@ -109,7 +109,6 @@ class ChildContext(object):
         self.loop.defer(self.parent.start)
         for pipe in self.pipes:
             self.loop.defer(pipe.start)
-        self.loop.start_thread(lambda: False)
         self.dispatcher.run()
         self._finish()
 
@@ -141,10 +140,9 @@ class ChildContext(object):
                 for cid, s in list(self.router.routes.items()):
                     if s is stream:
                         self.router.send_value(cid, SHUTDOWN, None)
-        deadline = time.time() + CHILD_SHUTDOWN_WAIT
-        while any(not s.closed for s in self.children) and \
-                time.time() < deadline:
-            time.sleep(0.01)
+        self.loop.run_until(
+            lambda: all(s.closed for s in self.children),
+            CHILD_SHUTDOWN_WAIT)
         self._flush_and_exit(0)
 
     def _flush_and_exit(self, status):
@@ -159,12 +157,9 @@ class ChildContext(object):
         for fd in (1, 2):
             os.dup2(null, fd)
         os.close(null)
-        # The loop thread drains; if we are the loop thread, nobody can.
-        deadline = time.time() + (0 if self.loop.in_loop_thread() else 1.0)
-        while time.time() < deadline and (
-                any(not p.closed for p in self.pipes) or
-                self.parent.outbox):
-            time.sleep(0.005)
+        self.loop.run_until(
+            lambda: all(p.closed for p in self.pipes) and
+            not self.parent.outbox, 1.0)
         os._exit(status)
 
 

@@ -27,12 +27,31 @@ def function_ref(func):
     module = getattr(func, '__module__', None)
     if isinstance(owner, types.ModuleType):
         module = owner.__name__
+    if module == '__main__':
+        module = main_module_name()
     qualname = compat.qualified_name(func)
     if module is None or '<lambda>' in qualname or '<locals>' in qualname:
         raise TypeError('cannot call %r: lambdas, closures and nested '
                         'functions cannot be imported by name; define it at '
                         'module level' % (func,))
     return module, qualname
+
+
+MAIN_ALIAS = '__plasmid_main__'
+
+
+def main_module_name():
+    """The name under which the caller's ``__main__`` can be imported.
+
+    A script run as ``python -m pkg.mod`` is importable as ``pkg.mod``; a
+    plain script is served under an alias, so that its
+    ``if __name__ == '__main__':`` block does not run in the context.
+    """
+    import sys
+    spec = getattr(sys.modules.get('__main__'), '__spec__', None)
+    if spec is not None and spec.name and spec.name != '__main__':
+        return spec.name
+    return MAIN_ALIAS
 
 
 class Future(object):
@@ -45,8 +64,12 @@ class Future(object):
         self._outcome = None
 
     def done(self):
-        if not self.latch.is_set and not self.context.router.loop.threaded:
-            self.context.router.loop.run_once(0)
+        loop = self.context.router.loop
+        if not self.latch.is_set and loop.try_own():
+            try:
+                loop.run_once(0)  # let pending replies in
+            finally:
+                loop.disown()
         return self.latch.is_set
 
     def result(self, timeout=None):

@@ -1,12 +1,16 @@
 """Runs the calls a context receives, one at a time, on its main thread.
 
-The I/O thread only queues CALL messages; decoding, importing and running
-the function happen here, so a slow or stuck call never stops routing.
+The main thread also runs the I/O loop while it has no call to run, so a
+call costs no hand-off between threads.  While a call runs, a standby
+thread takes the loop over once the call has lasted ``TAKEOVER_DELAY``:
+routing, log forwarding and noticing a lost parent go on however long, or
+stuck, the call is, and quick calls never wake it for longer than a check.
 """
 import collections
 import logging
 import sys
 import threading
+import time
 import traceback
 
 from plasmid.core.errors import (CallError, ConnectError, StreamError,
@@ -14,6 +18,7 @@ from plasmid.core.errors import (CallError, ConnectError, StreamError,
 from plasmid.core.router import CALL, FROM_PARENT
 
 LOG = logging.getLogger('plasmid.dispatch')
+TAKEOVER_DELAY = 0.002
 _STOP = object()
 
 
@@ -34,46 +39,49 @@ def error_for(exc):
 
 
 class Dispatcher(object):
-    """Queue of incoming calls and the loop that runs them."""
+    """Queue of incoming calls and the main-thread loop that runs them."""
 
     def __init__(self, router, context_factory=None):
         self.router = router
+        self.loop = router.loop
         self.context_factory = context_factory
         self.queue = collections.deque()
-        # A bare lock used as a wake-up signal: far cheaper than a
-        # Semaphore, which is built on a Condition in pure Python.
-        self.wakeup = threading.Lock()
-        self.wakeup.acquire()
         self.busy = False
+        self.call_seq = 0
+        self.standby = Standby(self)
         router.add_handler(CALL, self._on_call, FROM_PARENT)
 
     def _on_call(self, msg):
         self.queue.append(msg)
-        self._wake()
 
     def stop(self):
         self.queue.append(_STOP)
-        self._wake()
-
-    def _wake(self):
-        try:
-            self.wakeup.release()
-        except (RuntimeError, threading.ThreadError):
-            pass  # already released: the main thread will look again
+        self.loop.wake()
 
     def run(self):
         """Run calls until :meth:`stop`; call from the main thread."""
+        self.standby.start()
         while True:
-            while not self.queue:
-                self.wakeup.acquire()
-            msg = self.queue.popleft()
+            msg = self._next()
             if msg is _STOP:
                 return
+            self.call_seq += 1
             self.busy = True
+            self.standby.notify()
             try:
                 self.run_one(msg)
             finally:
                 self.busy = False
+
+    def _next(self):
+        """Run the loop until a call is queued; return it."""
+        self.loop.take()
+        try:
+            while not self.queue:
+                self.loop.run_once(None)
+            return self.queue.popleft()
+        finally:
+            self.loop.disown()
 
     def run_one(self, msg):
         try:
@@ -94,3 +102,81 @@ class Dispatcher(object):
         except StreamError as exc:
             self.router.reply(msg, (False, CallError(
                 'StreamError', 'the result could not be sent: %s' % exc)))
+
+
+class Standby(object):
+    """Runs the loop while the main thread is busy with a long call.
+
+    Waking a sleeping thread for every call would double the cost of a
+    quick call, so the standby polls instead: every ``TAKEOVER_DELAY`` it
+    looks at the main thread, and takes the loop when it sees the same call
+    running twice in a row.  After ``PARK_AFTER`` seconds without calls it
+    parks, and the next call wakes it once.
+    """
+
+    PARK_AFTER = 1.0
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self.signal = threading.Lock()
+        self.signal.acquire()
+        self.parked = False
+        self.thread = None
+
+    def start(self):
+        self.thread = threading.Thread(target=self._main,
+                                       name='plasmid-standby')
+        self.thread.daemon = True
+        self.thread.start()
+
+    def notify(self):
+        """A call started: wake the standby if it is parked."""
+        if self.parked:
+            try:
+                self.signal.release()
+            except (RuntimeError, threading.ThreadError):
+                pass  # already signalled
+
+    def _main(self):
+        dispatcher = self.dispatcher
+        while True:
+            self.parked = True
+            # Look again after saying we park: a call that started just
+            # before saw parked == False and did not wake us.
+            if not dispatcher.busy:
+                self.signal.acquire()
+            self.parked = False
+            self._watch()
+
+    def _watch(self):
+        """Check on the main thread until it has been idle a while."""
+        dispatcher = self.dispatcher
+        seen = None
+        idle_since = time.time()
+        while True:
+            time.sleep(TAKEOVER_DELAY)
+            if not dispatcher.busy:
+                seen = None
+                if time.time() - idle_since > self.PARK_AFTER:
+                    return
+                continue
+            idle_since = time.time()
+            if dispatcher.call_seq != seen:
+                seen = dispatcher.call_seq
+            elif self._cover(seen):
+                seen = None
+
+    def _cover(self, seq):
+        """Run the loop while call *seq* lasts; False if the loop is busy
+        (the main thread runs it itself, waiting inside the call)."""
+        dispatcher = self.dispatcher
+        loop = dispatcher.loop
+        if not loop.try_own():
+            return False
+        try:
+            while dispatcher.busy and dispatcher.call_seq == seq and \
+                    not loop.release_requested:
+                loop.run_once(None)
+        finally:
+            loop.disown()
+        return True

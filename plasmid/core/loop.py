@@ -1,12 +1,15 @@
 """The I/O loop, and the latch every blocking wait goes through.
 
-One loop per process.  In *threadless* mode no thread runs it: whoever
-blocks in :meth:`Latch.wait` runs loop iterations until its latch is set,
-so a plain script has only its main thread.  In *threaded* mode a dedicated
-thread runs it forever and waiters sleep on a lock.
+One loop per process, run by whichever thread *owns* it at the moment.
+A thread that must wait (:meth:`Latch.wait`) takes the loop if nobody has
+it and runs iterations until its latch is set; if another thread has the
+loop, it sleeps until woken.  So a plain script needs no thread besides its
+main thread, and a process with many threads still has exactly one poller.
+``Loop.start_thread`` dedicates a thread that owns the loop for good (the
+master's threaded mode).
 
-Loop state (poller registrations, timers) is only touched by the thread
-running the loop; other threads hand it work with :meth:`Loop.defer`.
+Loop state (poller registrations, timers) is only touched by the owner;
+other threads hand it work with :meth:`Loop.defer`, which wakes the owner.
 """
 import errno
 import heapq
@@ -26,10 +29,9 @@ _READABLE = _READ | _NVAL
 
 
 class Loop(object):
-    """A poll()-based reactor with deferred calls and timers."""
+    """A poll()-based reactor with deferred calls, timers and an owner."""
 
-    def __init__(self, threaded=False):
-        self.threaded = threaded
+    def __init__(self):
         self.poller = select.poll()
         self.readers = {}   # fd -> callback()
         self.writers = {}   # fd -> callback()
@@ -37,7 +39,10 @@ class Loop(object):
         self.deferred_lock = threading.Lock()
         self.timers = []    # heap of (deadline, seq, callback)
         self.seq = itertools.count()
-        self.thread = None
+        self.owner_lock = threading.Lock()
+        self.owner = None   # the thread running the loop, if any
+        self.release_requested = False  # see take()
+        self.thread = None  # a thread dedicated to the loop, if any
         self.wake_r, self.wake_w = os.pipe()
         for fd in (self.wake_r, self.wake_w):
             set_nonblocking(fd)
@@ -47,11 +52,17 @@ class Loop(object):
 
     # ------------------------------------------------------- any thread
 
+    @property
+    def threaded(self):
+        """True when a dedicated thread runs the loop."""
+        return self.thread is not None
+
     def defer(self, func, *args):
-        """Run ``func(*args)`` on the loop's thread at its next iteration."""
+        """Run ``func(*args)`` on the loop's owner at its next iteration."""
         with self.deferred_lock:
             self.deferred.append((func, args))
-        if self.threaded and threading.current_thread() is not self.thread:
+        owner = self.owner
+        if owner is not None and owner is not threading.current_thread():
             self.wake()
 
     def wake(self):
@@ -60,12 +71,30 @@ class Loop(object):
         except OSError:  # pipe full: a wake-up is already pending
             pass
 
-    def in_loop_thread(self):
-        if self.threaded:
-            return threading.current_thread() is self.thread
+    def try_own(self, blocking=False):
+        """Become the loop's owner if nobody is; return whether we are."""
+        if not self.owner_lock.acquire(blocking):
+            return False
+        self.owner = threading.current_thread()
         return True
 
-    # ------------------------------------------------------ loop thread
+    def disown(self):
+        self.owner = None
+        self.owner_lock.release()
+
+    def take(self):
+        """Own the loop, asking a thread that runs it on loan to let go."""
+        if self.try_own():
+            return
+        self.release_requested = True
+        self.wake()
+        self.try_own(True)
+        self.release_requested = False
+
+    def owned_here(self):
+        return self.owner is threading.current_thread()
+
+    # ------------------------------------------------------------ owner
 
     def add_reader(self, fd, callback):
         self.readers[fd] = callback
@@ -87,7 +116,7 @@ class Loop(object):
         self._update(fd)
 
     def call_later(self, delay, callback):
-        """Run *callback* after *delay* seconds; loop thread only."""
+        """Run *callback* after *delay* seconds; owner only."""
         entry = [time.time() + delay, next(self.seq), callback]
         heapq.heappush(self.timers, entry)
         return entry
@@ -105,13 +134,25 @@ class Loop(object):
             self._dispatch(fd, event)
         self._run_timers()
 
-    def run_forever(self, should_stop):
-        while not should_stop():
-            self.run_once(None)
+    def run_until(self, done, timeout):
+        """Run the loop until ``done()`` or *timeout* passes."""
+        deadline = time.time() + timeout
+        nested = self.owned_here()
+        if not nested:
+            self.take()
+        try:
+            while not done():
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    return False
+                self.run_once(remaining)
+            return True
+        finally:
+            if not nested:
+                self.disown()
 
     def start_thread(self, should_stop):
-        """Switch to threaded mode: a daemon thread runs the loop from now."""
-        self.threaded = True
+        """Dedicate a daemon thread to the loop from now on."""
         self.thread = threading.Thread(target=self._thread_main,
                                        args=(should_stop,),
                                        name='plasmid-io')
@@ -119,7 +160,12 @@ class Loop(object):
         self.thread.start()
 
     def _thread_main(self, should_stop):
-        self.run_forever(should_stop)
+        self.try_own(True)
+        try:
+            while not should_stop():
+                self.run_once(None)
+        finally:
+            self.disown()
 
     # -------------------------------------------------------- internals
 
@@ -201,11 +247,16 @@ class Loop(object):
                 pass
 
 
-class Latch(object):
-    """A one-shot result that threads (or the loop) wait for.
+# How long a waiter sleeps before checking whether the loop has become
+# free for it to run; a set latch wakes it at once regardless.
+SLEEP_SLICE = 0.05
 
-    ``set()`` may be called from any thread.  ``wait()`` in threadless mode
-    runs the loop until the latch is set; in threaded mode it sleeps.
+
+class Latch(object):
+    """A one-shot result that threads wait for.
+
+    ``set()`` may be called from any thread.  ``wait()`` runs the loop
+    while nobody else does, and sleeps while somebody else does.
     """
 
     def __init__(self, loop):
@@ -240,26 +291,39 @@ class Latch(object):
 
     def wait(self, timeout=None):
         """Return the value, raise the error, or raise TimeoutError."""
-        if not self.is_set:
-            if self.loop.threaded and not self.loop.in_loop_thread():
-                self._sleep(timeout)
-            else:
-                self._run_loop(timeout)
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-    def _run_loop(self, timeout):
         deadline = None if timeout is None else time.time() + timeout
+        loop = self.loop
         while not self.is_set:
             remaining = None
             if deadline is not None:
                 remaining = deadline - time.time()
                 if remaining <= 0:
                     raise TimeoutError('no result within %.3gs' % timeout)
+            if loop.owned_here():
+                loop.run_once(remaining)
+            elif loop.try_own():
+                try:
+                    self._run_loop(deadline)
+                finally:
+                    loop.disown()
+            else:
+                self._sleep(SLEEP_SLICE if remaining is None
+                            else min(remaining, SLEEP_SLICE))
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def _run_loop(self, deadline):
+        while not self.is_set:
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    return
             self.loop.run_once(remaining)
 
     def _sleep(self, timeout):
+        """Sleep until set or *timeout* passes."""
         waiter = threading.Lock()
         waiter.acquire()
         with self.lock:
@@ -270,8 +334,6 @@ class Latch(object):
             with self.lock:
                 if waiter in self.waiters:
                     self.waiters.remove(waiter)
-            if not self.is_set:
-                raise TimeoutError('no result within %.3gs' % timeout)
 
 
 if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout

@@ -8,12 +8,14 @@ never with compiled extensions, and never with master-only code.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import logging
 import os
 import sys
 import sysconfig
 import tokenize
 
+from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.importer import ModuleEntry
 from plasmid.core.router import FROM_CHILD, GET_MODULE, LOAD_MODULE
 
@@ -64,6 +66,11 @@ class ModuleFinder:
     def _spec(self, fullname: str):
         if fullname == '__main__':
             return None
+        if fullname == MAIN_ALIAS:
+            path = getattr(sys.modules.get('__main__'), '__file__', None)
+            if not path:
+                return None
+            return importlib.util.spec_from_file_location(fullname, path)
         module = sys.modules.get(fullname)
         if module is not None and getattr(module, '__spec__', None):
             return module.__spec__

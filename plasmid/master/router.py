@@ -47,10 +47,7 @@ class MasterContext(Context):
         """Ask the context to exit; with *wait*, until its process is gone."""
         if not self.is_alive():
             return
-        if self.master.loop.threaded or not wait:
-            super().shutdown(wait=wait, timeout=timeout)
-        else:
-            super().shutdown(wait=True, timeout=timeout)
+        super().shutdown(wait=wait, timeout=timeout)
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)
@@ -248,19 +245,21 @@ class Router:
         _live_routers.discard(self)
 
     def _wait_streams_closed(self, deadline: float) -> None:
-        while time.time() < deadline and any(
-                not s.closed for s in self.streams):
-            if self.loop.threaded:
+        def all_closed() -> bool:
+            return all(s.closed for s in self.streams)
+        if self.loop.threaded:
+            while not all_closed() and time.time() < deadline:
                 time.sleep(0.005)
-            else:
-                self.loop.run_once(max(0.0, deadline - time.time()))
+        else:
+            self.loop.run_until(all_closed, max(0.0, deadline - time.time()))
 
     def _stop_loop(self) -> None:
-        if self.loop.thread is not None:
+        thread = self.loop.thread
+        if thread is not None:
             self.stopping = True
             self.loop.wake()
-            self.loop.thread.join(5.0)
-            self.loop.threaded = False
+            thread.join(5.0)
+            self.loop.thread = None
 
 
 @atexit.register

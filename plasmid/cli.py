@@ -1,0 +1,132 @@
+"""The ``plasmid`` command: start contexts and show what they are.
+
+    plasmid info                          a local context, no server needed
+    plasmid info --ssh web1 --sudo root   a chain: ssh to web1, then sudo
+    plasmid call --ssh web1 platform.node
+
+Hops are started in the order given, each through the one before.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Optional, Sequence
+
+import plasmid
+from plasmid.core.dispatch import resolve
+
+ROUND_TRIPS = 200
+
+
+class _AddHop(argparse.Action):
+    """Collect --local/--ssh/--sudo in the order they were given."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        hops = getattr(namespace, 'hops', None) or []
+        hops.append((self.dest, value))
+        namespace.hops = hops
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='plasmid', description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest='command', required=True)
+    info = sub.add_parser('info', help='start contexts; show the tree, '
+                          'versions, connect times and call round trips')
+    call = sub.add_parser('call', help='call module.function in the last '
+                          'context and print the JSON result')
+    call.add_argument('function', help='dotted name, e.g. platform.node')
+    call.add_argument('args', nargs='*', help='JSON arguments')
+    for command in (info, call):
+        command.set_defaults(hops=[])
+        command.add_argument('--local', nargs='?', const='', dest='local',
+                             action=_AddHop, metavar='PYTHON',
+                             help='a local interpreter (default hop)')
+        command.add_argument('--ssh', dest='ssh', action=_AddHop,
+                             metavar='[USER@]HOST[:PORT]')
+        command.add_argument('--sudo', dest='sudo', action=_AddHop,
+                             metavar='USER')
+        command.add_argument('--python', help='interpreter for ssh hops')
+        command.add_argument('--timeout', type=float, default=30.0,
+                             help='connect timeout in seconds')
+    return parser
+
+
+def _start_hop(router: plasmid.Router, method: str, value: str,
+               via: Optional[plasmid.Context], args) -> plasmid.Context:
+    if method == 'local':
+        return router.local(python_path=value or None, via=via,
+                            connect_timeout=args.timeout)
+    if method == 'sudo':
+        return router.sudo(username=value, via=via,
+                           connect_timeout=args.timeout)
+    user, _, host = value.rpartition('@')
+    host, _, port = host.partition(':')
+    return router.ssh(hostname=host, port=int(port) if port else None,
+                      username=user or None, python_path=args.python,
+                      via=via, connect_timeout=args.timeout)
+
+
+def _start_chain(router: plasmid.Router, args) -> list[tuple]:
+    """Start each hop; return (context, seconds to connect) per hop."""
+    chain, via = [], None
+    for method, value in args.hops or [('local', '')]:
+        started = time.perf_counter()
+        via = _start_hop(router, method, value, via, args)
+        chain.append((via, time.perf_counter() - started))
+    return chain
+
+
+def _round_trip_us(context: plasmid.Context) -> float:
+    samples = []
+    for _ in range(ROUND_TRIPS):
+        started = time.perf_counter()
+        context.call(time.time)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1e6
+
+
+def _info(router: plasmid.Router, args) -> int:
+    print('%-28s %-8s %-8s %-6s %11s %14s' % (
+        'context', 'python', 'pid', 'uid', 'connect', 'round trip'))
+    for depth, (context, seconds) in enumerate(_start_chain(router, args)):
+        version = '.'.join(str(n) for n in context.info['version'])
+        uid = context.call(os.getuid)
+        label = ('  ' * (depth - 1) + '└─ ' if depth else '') + context.name
+        print('%-28s %-8s %-8s %-6s %8.1f ms %11.0f µs' % (
+            label, version, context.info['pid'], uid, seconds * 1e3,
+            _round_trip_us(context)))
+    return 0
+
+
+def _call(router: plasmid.Router, args) -> int:
+    module, _, name = args.function.rpartition('.')
+    if not module:
+        raise SystemExit('plasmid: give a dotted name, e.g. platform.node')
+    func = resolve(module, name) if module in sys.modules else getattr(
+        importlib.import_module(module), name)
+    context = _start_chain(router, args)[-1][0]
+    values = [json.loads(arg) for arg in args.args]
+    print(json.dumps(context.call(func, *values), default=repr))
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        with plasmid.Router() as router:
+            if args.command == 'info':
+                return _info(router, args)
+            return _call(router, args)
+    except plasmid.Error as exc:
+        print('plasmid: %s' % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
