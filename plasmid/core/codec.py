@@ -19,6 +19,7 @@ from plasmid.core.errors import (CallError, ConnectError, ContextLost,
                                  TimeoutError)
 
 MAX_DEPTH = 100
+MAX_INT_DIGITS = 4000  # big ints, sign included
 
 _INT64 = struct.Struct('>q')
 _DOUBLE = struct.Struct('>d')
@@ -42,6 +43,9 @@ class ContextRef(object):
         self.context_id = context_id
         self.name = name
 
+    def __plasmid_ref__(self):
+        return self.context_id, self.name
+
     def __eq__(self, other):
         return (isinstance(other, ContextRef) and
                 other.context_id == self.context_id)
@@ -49,59 +53,78 @@ class ContextRef(object):
     def __hash__(self):
         return hash(self.context_id)
 
+    def __plasmid_ref__(self):  # so a decoded reference can be sent on
+        return self.context_id, self.name
+
     def __repr__(self):
         return 'ContextRef(%r, %r)' % (self.context_id, self.name)
 
 
 # ---------------------------------------------------------------- encoding
 
-def _enc_none(value, out):
+def _enc_none(value, out, depth):
     out.append(b'N')
 
 
-def _enc_bool(value, out):
+def _enc_bool(value, out, depth):
     out.append(value and b'T' or b'F')
 
 
-def _enc_int(value, out):
+def _enc_int(value, out, depth):
     if _INT64_MIN <= value <= _INT64_MAX:
         out.append(b'i' + _INT64.pack(value))
     else:
-        digits = str(value).encode('ascii')
+        try:
+            digits = str(value).encode('ascii')
+        except ValueError:  # 3.11+: too many digits for str()
+            digits = None
+        if digits is None or len(digits) > MAX_INT_DIGITS:
+            raise StreamError('cannot send an int of more than %d digits'
+                              % MAX_INT_DIGITS)
         out.append(b'I' + _COUNT.pack(len(digits)) + digits)
 
 
-def _enc_float(value, out):
+def _enc_float(value, out, depth):
     out.append(b'f' + _DOUBLE.pack(value))
 
 
-def _enc_text(value, out):
+def _enc_text(value, out, depth=0):
     raw = value.encode('utf-8', _TEXT_ERRORS)
     out.append(b's' + _COUNT.pack(len(raw)))
     out.append(raw)
 
 
-def _enc_bytes(value, out):
+def _enc_bytes(value, out, depth):
     out.append((compat.PY2 and b'n' or b'b') + _COUNT.pack(len(value)))
     out.append(value)
 
 
+def _check_depth(depth):
+    # The peer refuses deeper values and would drop the whole stream:
+    # refuse them here, where the caller can be told.
+    if depth >= MAX_DEPTH:
+        raise StreamError('cannot send values nested deeper than %d'
+                          % MAX_DEPTH)
+
+
 def _sequence_encoder(tag):
-    def encode(value, out):
+    def encode(value, out, depth):
+        _check_depth(depth)
         out.append(tag + _COUNT.pack(len(value)))
         for item in value:
-            _encode(item, out)
+            _encode(item, out, depth + 1)
     return encode
 
 
-def _enc_dict(value, out):
+def _enc_dict(value, out, depth):
+    _check_depth(depth)
     out.append(b'd' + _COUNT.pack(len(value)))
     for key, item in value.items():
-        _encode(key, out)
-        _encode(item, out)
+        _encode(key, out, depth + 1)
+        _encode(item, out, depth + 1)
 
 
-def _enc_error(value, out):
+def _enc_error(value, out, depth):
     code = _ERROR_CODES[type(value)]
     out.append(b'E' + code)
     if isinstance(value, CallError):
@@ -110,6 +133,12 @@ def _enc_error(value, out):
         fields = (type(value).__name__, str(value), '')
     for field in fields:
         _enc_text(compat.text_from_native(field), out)
+
+
+def _enc_context(value, out, depth):
+    context_id, name = value.__plasmid_ref__()
+    out.append(b'C' + _COUNT.pack(context_id))
+    _enc_text(compat.text_from_native(name), out)
 
 
 _TEXT_ERRORS = compat.PY2 and 'strict' or 'surrogatepass'
@@ -137,29 +166,23 @@ _BASES = (bool,) + compat.int_types + (
     frozenset)
 
 
-def _encode(value, out):
+def _encode(value, out, depth):
     encoder = _ENCODERS.get(type(value))
     if encoder is None:
-        encoder = _find_encoder(value, out)
-        if encoder is None:
-            return
-    encoder(value, out)
+        encoder = _find_encoder(value)
+    encoder(value, out, depth)
 
 
-def _find_encoder(value, out):
-    ref = getattr(value, '__plasmid_ref__', None)
-    if ref is not None:
-        context_id, name = ref()
-        out.append(b'C' + _COUNT.pack(context_id))
-        _enc_text(compat.text_from_native(name), out)
-        return None
+def _find_encoder(value):
+    if getattr(value, '__plasmid_ref__', None) is not None:
+        return _enc_context
     for base in _BASES:
         if isinstance(value, base):
             return _ENCODERS[base]
-    if isinstance(value, Error) and type(value) not in _ERROR_CODES:
+    if isinstance(value, Error):
         for cls in _ERROR_CODES:
             if isinstance(value, cls):
-                return lambda v, o: _enc_error(cls(*v.args), o)
+                return lambda v, o, d: _enc_error(cls(*v.args), o, d)
     raise StreamError('cannot send a value of type %s.%s: only None, bool, '
                       'int, float, str, bytes, list, tuple, dict, set and '
                       'plasmid contexts and errors may be sent'
@@ -169,125 +192,141 @@ def _find_encoder(value, out):
 def encode(value):
     """Return the bytes for *value*, or raise :class:`StreamError`."""
     out = []
-    _encode(value, out)
+    _encode(value, out, 0)  # cycles too end at MAX_DEPTH
     return b''.join(out)
 
 
 # ---------------------------------------------------------------- decoding
+#
+# One function walks the buffer with an offset; each branch checks its
+# lengths against the end of the frame before slicing.  Plain branches on
+# the tag (most common first) keep the per-value cost to a few bytecodes.
 
-class _Decoder(object):
-    """Reads one value from a buffer, checking every length against it."""
-
-    def __init__(self, data, context_factory):
-        self.data = data
-        self.pos = 0
-        self.end = len(data)
-        self.context_factory = context_factory or ContextRef
-
-    def take(self, n):
-        start = self.pos
-        if n > self.end - start:
-            raise ProtocolError('value runs past the end of its frame')
-        self.pos = start + n
-        return self.data[start:start + n]
-
-    def count(self):
-        n = _COUNT.unpack(self.take(4))[0]
-        # Every item needs at least one byte, so a count larger than what
-        # is left is a lie: refuse it before allocating anything.
-        if n > self.end - self.pos:
-            raise ProtocolError('count %d exceeds the frame' % n)
-        return n
-
-    def value(self, depth):
-        if depth > MAX_DEPTH:
-            raise ProtocolError('values nested deeper than %d' % MAX_DEPTH)
-        tag = self.take(1)
-        reader = _READERS.get(tag)
-        if reader is None:
-            raise ProtocolError('unknown tag %r' % (tag,))
-        return reader(self, depth + 1)
+_unpack_count = _COUNT.unpack_from
+_unpack_int = _INT64.unpack_from
+_unpack_double = _DOUBLE.unpack_from
 
 
-def _read_text(dec, depth):
-    raw = dec.take(dec.count())
-    text = raw.decode('utf-8', _TEXT_ERRORS)
+def _need(pos, n, end):
+    if pos + n > end:
+        raise ProtocolError('value runs past the end of its frame')
+
+
+def _count_at(data, pos, end):
+    _need(pos, 4, end)
+    n = _unpack_count(data, pos)[0]
+    # Every item needs at least one byte, so a count larger than what is
+    # left is a lie: refuse it before allocating anything.
+    if n > end - pos - 4:
+        raise ProtocolError('count %d exceeds the frame' % n)
+    return n, pos + 4
+
+
+def _text_at(data, pos, end):
+    n, pos = _count_at(data, pos, end)
+    text = data[pos:pos + n].decode('utf-8', _TEXT_ERRORS)
     if compat.PY2:
         try:
-            return text.encode('ascii')
+            text = text.encode('ascii')
         except UnicodeError:
             pass
-    return text
+    return text, pos + n
 
 
-def _read_native(dec, depth):
-    raw = dec.take(dec.count())
-    if compat.PY2:
-        return raw
-    return raw.decode('utf-8', 'surrogateescape')
-
-
-def _read_items(dec, depth):
-    n = dec.count()
-    return [dec.value(depth) for _ in range(n)]
-
-
-def _read_dict(dec, depth):
-    n = dec.count()
-    result = {}
+def _items_at(data, pos, end, depth, factory):
+    n, pos = _count_at(data, pos, end)
+    items = []
+    append = items.append
     for _ in range(n):
-        key = dec.value(depth)
-        result[key] = dec.value(depth)
-    return result
+        item, pos = _value_at(data, pos, end, depth, factory)
+        append(item)
+    return items, pos
 
 
-def _read_context(dec, depth):
-    context_id = _COUNT.unpack(dec.take(4))[0]
-    if dec.take(1) != b's':
-        raise ProtocolError('context name must be text')
-    return dec.context_factory(context_id, _read_text(dec, depth))
+def _value_at(data, pos, end, depth, factory):
+    """Decode the value at *pos*; return (value, position after it)."""
+    if depth > MAX_DEPTH:
+        raise ProtocolError('values nested deeper than %d' % MAX_DEPTH)
+    if pos >= end:
+        raise ProtocolError('value runs past the end of its frame')
+    tag = data[pos:pos + 1]
+    pos += 1
+    if tag == b's':
+        return _text_at(data, pos, end)
+    if tag == b'i':
+        _need(pos, 8, end)
+        return _unpack_int(data, pos)[0], pos + 8
+    if tag == b't':
+        items, pos = _items_at(data, pos, end, depth + 1, factory)
+        return tuple(items), pos
+    if tag == b'N':
+        return None, pos
+    if tag == b'T':
+        return True, pos
+    if tag == b'F':
+        return False, pos
+    if tag == b'd':
+        n, pos = _count_at(data, pos, end)
+        result = {}
+        for _ in range(n):
+            key, pos = _value_at(data, pos, end, depth + 1, factory)
+            result[key], pos = _value_at(data, pos, end, depth + 1, factory)
+        return result, pos
+    if tag == b'l':
+        return _items_at(data, pos, end, depth + 1, factory)
+    if tag == b'b':
+        n, pos = _count_at(data, pos, end)
+        return compat.bytes_type(data[pos:pos + n]), pos + n
+    if tag == b'n':
+        n, pos = _count_at(data, pos, end)
+        raw = data[pos:pos + n]
+        if not compat.PY2:
+            raw = raw.decode('utf-8', 'surrogateescape')
+        return raw, pos + n
+    if tag == b'f':
+        _need(pos, 8, end)
+        return _unpack_double(data, pos)[0], pos + 8
+    if tag in (b'S', b'z'):
+        items, pos = _items_at(data, pos, end, depth + 1, factory)
+        return (tag == b'S' and set or frozenset)(items), pos
+    if tag == b'I':
+        return _bigint_at(data, pos, end)
+    if tag == b'C':
+        _need(pos, 5, end)
+        context_id = _unpack_count(data, pos)[0]
+        if data[pos + 4:pos + 5] != b's':
+            raise ProtocolError('context name must be text')
+        name, pos = _text_at(data, pos + 5, end)
+        return factory(context_id, name), pos
+    if tag == b'E':
+        return _error_at(data, pos, end)
+    raise ProtocolError('unknown tag %r' % (tag,))
 
 
-def _read_error(dec, depth):
-    cls = _ERROR_CLASSES.get(dec.take(1))
-    if cls is None:
-        raise ProtocolError('unknown error class')
-    fields = []
-    for _ in range(3):
-        if dec.take(1) != b's':
-            raise ProtocolError('error fields must be text')
-        fields.append(_read_text(dec, depth))
-    if cls is CallError:
-        return CallError(*fields)
-    return cls(fields[1])
-
-
-def _read_bigint(dec, depth):
-    digits = dec.take(dec.count())
-    if not digits or len(digits) > 4000 or digits.lstrip(b'-').strip(
+def _bigint_at(data, pos, end):
+    n, pos = _count_at(data, pos, end)
+    digits = data[pos:pos + n]
+    if not digits or len(digits) > MAX_INT_DIGITS or digits.lstrip(b'-').strip(
             b'0123456789'):
         raise ProtocolError('malformed big integer')
-    return int(digits)
+    return int(digits), pos + n
 
 
-_READERS = {
-    b'N': lambda dec, depth: None,
-    b'T': lambda dec, depth: True,
-    b'F': lambda dec, depth: False,
-    b'i': lambda dec, depth: _INT64.unpack(dec.take(8))[0],
-    b'I': _read_bigint,
-    b'f': lambda dec, depth: _DOUBLE.unpack(dec.take(8))[0],
-    b's': _read_text,
-    b'n': _read_native,
-    b'b': lambda dec, depth: compat.bytes_type(dec.take(dec.count())),
-    b'l': _read_items,
-    b't': lambda dec, depth: tuple(_read_items(dec, depth)),
-    b'S': lambda dec, depth: set(_read_items(dec, depth)),
-    b'z': lambda dec, depth: frozenset(_read_items(dec, depth)),
-    b'd': _read_dict,
-    b'C': _read_context,
-    b'E': _read_error,
-}
+def _error_at(data, pos, end):
+    _need(pos, 1, end)
+    cls = _ERROR_CLASSES.get(data[pos:pos + 1])
+    if cls is None:
+        raise ProtocolError('unknown error class')
+    pos += 1
+    fields = []
+    for _ in range(3):
+        if data[pos:pos + 1] != b's':
+            raise ProtocolError('error fields must be text')
+        field, pos = _text_at(data, pos + 1, end)
+        fields.append(field)
+    if cls is CallError:
+        return CallError(*fields), pos
+    return cls(fields[1]), pos
 
 
 def decode(data, context_factory=None):
@@ -296,15 +335,14 @@ def decode(data, context_factory=None):
     *context_factory(context_id, name)* builds what a context reference
     becomes; by default a :class:`ContextRef`.
     """
-    dec = _Decoder(data, context_factory)
+    end = len(data)
     try:
-        value = dec.value(0)
+        value, pos = _value_at(data, 0, end, 0, context_factory or ContextRef)
     except ProtocolError:
         raise
     except Exception as exc:  # unhashable keys, bad UTF-8, struct errors
         raise ProtocolError('malformed value: %s: %s'
                             % (type(exc).__name__, exc))
-    if dec.pos != dec.end:
-        raise ProtocolError('%d trailing bytes after value'
-                            % (dec.end - dec.pos))
+    if pos != end:
+        raise ProtocolError('%d trailing bytes after value' % (end - pos))
     return value

@@ -11,12 +11,29 @@ from plasmid.core.loop import Latch
 from plasmid.core.router import CALL, SHUTDOWN
 
 
+_REFS = {}  # function -> (module, qualname), for functions seen before
+_REFS_MAX = 4096
+
+
 def function_ref(func):
     """Return ``(module, qualname)`` naming *func*, or raise TypeError.
 
     Calls carry a name, never code, so only functions that the other side
     can import by name may be called.
     """
+    try:
+        return _REFS[func]
+    except (KeyError, TypeError):
+        ref = _function_ref(func)
+    if len(_REFS) < _REFS_MAX:
+        try:
+            _REFS[func] = ref
+        except TypeError:  # unhashable callable
+            pass
+    return ref
+
+
+def _function_ref(func):
     if not callable(func):
         raise TypeError('%r is not callable' % (func,))
     owner = getattr(func, '__self__', None)

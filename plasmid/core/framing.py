@@ -60,12 +60,16 @@ class FrameReader(object):
 
     def feed(self, data):
         """Add *data*; return the list of messages now complete."""
-        buf = self.buffer
-        buf += data
+        if self.buffer:
+            self.buffer += data
+            buf = self.buffer
+        else:
+            buf = data  # the usual case: parse the read straight away
         messages = []
         pos = 0
         size = len(buf)
-        while size - pos >= HEADER.size:
+        header_size = HEADER.size
+        while size - pos >= header_size:
             magic, dst, src, handle, reply_to, length = HEADER.unpack_from(
                 buf, pos)
             if magic != MAGIC:
@@ -73,14 +77,16 @@ class FrameReader(object):
             if length > self.max_message:
                 raise ProtocolError('frame of %d bytes exceeds the %d byte '
                                     'limit' % (length, self.max_message))
-            end = pos + HEADER.size + length
+            end = pos + header_size + length
             if end > size:
                 break
-            body = bytes(buf[pos + HEADER.size:end])
+            body = bytes(buf[pos + header_size:end])
             messages.append(Message(dst, src, handle, reply_to, body))
             pos = end
-        if pos:
+        if buf is self.buffer:
             del buf[:pos]
+        elif pos < size:
+            self.buffer = bytearray(buf[pos:])
         return messages
 
     def pending(self):
