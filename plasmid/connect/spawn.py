@@ -30,8 +30,8 @@ REAP_TIMEOUT = 5.0
 FIRST_STAGE = '''import os,sys,zlib
 os.write(1,%r)
 n=%d
-b=os.read(0,n)
-while 0<len(b)<n:b+=os.read(0,n-len(b))
+b=c=os.read(0,n)
+while c and len(b)<n:c=os.read(0,n-len(b));b+=c
 if len(b)<n:sys.exit(1)
 exec(zlib.decompress(b))
 '''
@@ -222,6 +222,7 @@ def connect(router, spec, blob):
         'name': spec['name'],
         'log_level': spec.get('log_level', logging.WARNING),
         'max_message': router.max_message,
+        'master_version': spec.get('master_version', '?'),
     })
     handshake = Handshake(proc, method, spec, blob + boot.to_bytes())
     try:
@@ -231,9 +232,13 @@ def connect(router, spec, blob):
         reap(proc, 1.0)
         raise
     proc.close_tty_slave()
+    handshake.reader.max_message = router.max_message  # the router's limit
     stream = Stream(router, proc.stdout, proc.stdin, spec['name'],
                     handshake.reader)
     stream.process = proc
+    # The stream owns and closes these fds now; closing them again later
+    # (close_all) could close another thread's newly opened fds.
+    proc.stdin = proc.stdout = None
     router.add_child(stream, spec['context_id'])
     router.loop.defer(stream.start)
     if proc.stderr is not None:

@@ -63,6 +63,7 @@ class ChildContext(object):
         os.dup2(null, 0)
         os.close(null)
         self.config, reader = read_boot(self.rfd)
+        reader.max_message = self.config['max_message']
         self.loop = Loop()
         self.router = Router(self.loop, self.config['context_id'],
                              self.config['max_message'])
@@ -73,7 +74,8 @@ class ChildContext(object):
         self.router.add_handler(SHUTDOWN, self._on_shutdown, FROM_PARENT)
         self.contexts = {}
         self.dispatcher = Dispatcher(self.router, self.context_for)
-        self.importer = Importer(self.router)
+        self.importer = Importer(self.router,
+                                 self.config.get('master_version', '?'))
         self.stopping = False
         self.children = []  # streams of processes this context started
 

@@ -53,9 +53,6 @@ class ContextRef(object):
     def __hash__(self):
         return hash(self.context_id)
 
-    def __plasmid_ref__(self):  # so a decoded reference can be sent on
-        return self.context_id, self.name
-
     def __repr__(self):
         return 'ContextRef(%r, %r)' % (self.context_id, self.name)
 

@@ -2,68 +2,187 @@
 
 The finder sits last on ``sys.meta_path``, so the target's own modules
 (its standard library above all) always win; only what cannot be found
-locally is asked for.  Answers, positive or negative, are cached, and a
-context with children serves their requests from that cache, asking its
-own parent once per module however many children or threads want it.
+locally is asked for.
+
+Protocol (bodies of GET_MODULE and LOAD_MODULE messages):
+
+* ``GET_MODULE (names, origin)``: send these modules.  One import asks for
+  ``([name], None)``.  A batch ``([pkg, ...], origin)`` asks for packages
+  the answer for *origin* said it would need and this context lacks.
+* ``LOAD_MODULE (name, is_pkg, source, filename, for_name, closure,
+  related, absent)``: one module; ``source`` is its zlib-compressed UTF-8
+  text, or None: it cannot be served.
+  Modules sent ahead of an answer carry ``for_name``, the request they
+  belong to; the answer itself (``name == for_name``) carries ``closure``
+  (the names sent ahead of it, in order), ``related`` (other top-level
+  packages the module's imports reach) and ``absent`` (names its imports
+  reach that the master cannot serve).
+
+A module always arrives after the modules it imports.  Answers are cached,
+positive and negative.  Requests for the same module from many threads or
+children go upstream once; a context with children serves them from its
+cache, streams modules on as they arrive, and never sends a child the same
+module twice.
 """
 import sys
 import threading
+import zlib
 
-from plasmid.core import compat
 from plasmid.core.loop import Latch
-from plasmid.core.router import (FROM_CHILD, FROM_PARENT, GET_MODULE,
-                                 LOAD_MODULE)
+from plasmid.core.router import (FROM_CHILD, FROM_PARENT, GET_DATA,
+                                 GET_MODULE, LOAD_MODULE)
 
 
 class ModuleEntry(object):
     """A module as sent on the wire, or its absence (source None)."""
 
-    __slots__ = ('name', 'is_pkg', 'source', 'filename')
+    __slots__ = ('name', 'is_pkg', 'source', 'filename', 'for_name',
+                 'closure', 'related', 'absent')
 
-    def __init__(self, name, is_pkg, source, filename):
+    def __init__(self, name, is_pkg, source, filename, for_name=None,
+                 closure=None, related=None, absent=None):
         self.name = name
         self.is_pkg = is_pkg
         self.source = source
         self.filename = filename
+        self.for_name = for_name or name
+        self.closure = closure or []
+        self.related = related or []
+        self.absent = absent or []
 
     def to_wire(self):
-        return (self.name, self.is_pkg, self.source, self.filename)
+        return (self.name, self.is_pkg, self.source, self.filename,
+                self.for_name, self.closure, self.related, self.absent)
+
+    def is_answer(self):
+        return self.for_name == self.name
+
+
+def _is_local(name):
+    """Can this interpreter import top-level *name* without our help?"""
+    if name in sys.modules or name in sys.builtin_module_names:
+        return True
+    try:
+        import importlib.machinery
+        return importlib.machinery.PathFinder.find_spec(name) is not None
+    except ImportError:  # Python 2
+        import imp
+        try:
+            handle = imp.find_module(name)[0]
+        except ImportError:
+            return False
+        if handle is not None:
+            handle.close()
+        return True
+
+
+def _source_text(entry):
+    return zlib.decompress(entry.source).decode('utf-8')
+
+
+def _import_chain(fullname):
+    """The submodules Python will ask for next after *fullname*.
+
+    ``import a.b.c`` asks finders for ``a``, then ``a.b``, then ``a.b.c``,
+    one at a time; asking the parent for all three at once saves two round
+    trips.  The whole name is a local of importlib's ``_find_and_load``
+    further up the stack (Python 3; Python 2 imports in C: no chain).
+    """
+    target = fullname
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == '_find_and_load':
+            name = frame.f_locals.get('name')
+            if isinstance(name, str) and name.startswith(target + '.'):
+                target = name
+        frame = frame.f_back
+    chain = []
+    parts = target.split('.')
+    for i in range(fullname.count('.') + 2, len(parts) + 1):
+        chain.append('.'.join(parts[:i]))
+    return tuple(chain)
 
 
 class Importer(object):
     """Meta-path finder and loader backed by the parent context."""
 
-    def __init__(self, router):
+    def __init__(self, router, master_version='?'):
         self.router = router
-        self.cache = {}    # name -> ModuleEntry
-        self.waiting = {}  # name -> [callback(entry)]
+        self.master_version = master_version
+        self.cache = {}      # name -> ModuleEntry
+        self.waiting = {}    # name -> [callback(entry)], requested names
+        self.followers = {}  # for_name -> set of child ids awaiting it
+        self.sent = {}       # child id -> names already sent to it
+        self.executed = set()
         self.lock = threading.Lock()
         self.requests_sent = 0
+        self.requested = []  # the names of each request, in order
         self.modules_received = 0
         self.bytes_received = 0
         router.add_handler(LOAD_MODULE, self._on_load, FROM_PARENT)
         router.add_handler(GET_MODULE, self._on_child_request, FROM_CHILD)
+        router.add_handler(GET_DATA, self._on_child_data_request, FROM_CHILD)
+        self.data = {}  # (package, relpath) -> Latch of (kind, value)
 
     def install(self):
         sys.meta_path.append(self)
 
-    # -------------------------------------------------- fetching, async
+    def stats(self):
+        """Counters for tests and benchmarks."""
+        received = [e.name for e in self.cache.values()
+                    if e.source is not None]
+        return {
+            'requests_sent': self.requests_sent,
+            'requested': self.requested,
+            'modules_received': self.modules_received,
+            'bytes_received': self.bytes_received,
+            'modules_cached': len(received),
+            'never_imported': sorted(n for n in received
+                                     if n not in self.executed),
+        }
 
-    def fetch(self, name, callback):
-        """Call ``callback(entry)`` once *name* is known; any thread."""
+    # ------------------------------------------------ asking the parent
+
+    def request(self, names, origin=None):
+        """Ask the parent for those *names* not known or asked for yet."""
+        with self.lock:
+            names = [n for n in names
+                     if n not in self.cache and n not in self.waiting]
+            for name in names:
+                self.waiting[name] = []
+        if names:
+            self._send_request(names, origin)
+
+    def _send_request(self, names, origin):
+        self.requests_sent += 1
+        self.requested.append(list(names))
+        self.router.send_value(self.router.parent_id, GET_MODULE,
+                               (names, origin))
+
+    def when_known(self, name, callback, also=()):
+        """Call ``callback(entry)`` once *name* is known; any thread.
+
+        Names in *also* that are neither known nor asked for yet go in
+        the same request."""
         with self.lock:
             entry = self.cache.get(name)
             if entry is None:
-                callbacks = self.waiting.get(name)
-                ask = callbacks is None
-                if ask:
-                    callbacks = self.waiting[name] = []
-                callbacks.append(callback)
+                ask = [n for n in (name,) + tuple(also)
+                       if n not in self.cache and n not in self.waiting]
+                for other in ask:
+                    self.waiting[other] = []
+                self.waiting[name].append(callback)
         if entry is not None:
             callback(entry)
         elif ask:
-            self.requests_sent += 1
-            self.router.send_value(self.router.parent_id, GET_MODULE, name)
+            self._send_request(ask, None)
+
+    def fetch_blocking(self, name, also=()):
+        latch = Latch(self.router.loop)
+        self.when_known(name, latch.set, also)
+        return latch.wait()
+
+    # ----------------------------------------------- answers from above
 
     def _on_load(self, msg):
         entry = ModuleEntry(*msg.value())
@@ -72,28 +191,114 @@ class Importer(object):
         with self.lock:
             self.cache[entry.name] = entry
             callbacks = self.waiting.pop(entry.name, [])
+            followers = self.followers.get(entry.for_name, ())
+            if entry.is_answer():
+                self.followers.pop(entry.name, None)
+        for child_id in list(followers):
+            self._send_to_child(child_id, entry)
+        if entry.is_answer():
+            self._learn_from_answer(entry)
         for callback in callbacks:
             callback(entry)
 
+    def _learn_from_answer(self, entry):
+        """Cache its negatives; fetch at once the packages it will need."""
+        with self.lock:
+            for name in entry.absent:
+                if name not in self.cache:
+                    self.cache[name] = ModuleEntry(name, False, None, None)
+        if self.router.parent is not None:
+            missing = [top for top in entry.related if not _is_local(top)]
+            self.request(missing, entry.name)
+
+    # ------------------------------------------------ serving children
+
     def _on_child_request(self, msg):
-        requester = msg.src
-        name = msg.value()
+        names, origin = msg.value()
+        child_id = msg.src
+        upstream = []
+        for name in names:
+            entry = self.cache.get(name)
+            if entry is not None:
+                self._serve_from_cache(child_id, entry)
+                continue
+            with self.lock:
+                self.followers.setdefault(name, set()).add(child_id)
+            upstream.append(name)
+        if upstream:
+            self.request(upstream, origin)
 
-        def answer(entry):
-            self.router.send_value(requester, LOAD_MODULE, entry.to_wire())
-        self.fetch(name, answer)
+    def _serve_from_cache(self, child_id, entry):
+        if not entry.is_answer():  # it came ahead of another answer
+            entry = ModuleEntry(entry.name, entry.is_pkg, entry.source,
+                                entry.filename)
+        for name in entry.closure:
+            ahead = self.cache.get(name)
+            if ahead is not None:
+                self._send_to_child(child_id, ahead)
+        self._send_to_child(child_id, entry, always=True)
 
-    def fetch_blocking(self, name):
-        latch = Latch(self.router.loop)
-        self.fetch(name, latch.set)
-        return latch.wait()
+    def _send_to_child(self, child_id, entry, always=False):
+        sent = self.sent.setdefault(child_id, set())
+        if entry.name in sent and not always:
+            return
+        sent.add(entry.name)
+        self.router.send_value(child_id, LOAD_MODULE, entry.to_wire())
+
+    # ---------------------------------------------------- package data
+
+    def data_latch(self, package, relpath):
+        """A latch that gets ``(kind, value)`` for one data path."""
+        key = (package, relpath)
+        with self.lock:
+            latch = self.data.get(key)
+            if latch is not None:
+                return latch
+            latch = self.data[key] = Latch(self.router.loop)
+        parent = self.router.parent_id
+        handle = self.router.expect_reply(parent, latch)
+        self.router.send_value(parent, GET_DATA, key, reply_to=handle)
+        return latch
+
+    def fetch_data(self, package, relpath):
+        """('file', bytes), ('dir', [names]) or ('missing', None)."""
+        return self.router.decode(self.data_latch(package, relpath).wait())
+
+    def _on_child_data_request(self, msg):
+        package, relpath = msg.value()
+        latch = self.data_latch(package, relpath)
+        latch.add_callback(lambda l: self.router.reply(
+            msg, self.router.decode(l.value) if l.error is None
+            else ('missing', None)))
+
+    def get_resource_reader(self, fullname):
+        entry = self.cache.get(fullname)
+        if entry is None or not entry.is_pkg:
+            return None
+        from plasmid.core.resources import Reader
+        return Reader(self, fullname)
+
+    def get_data(self, path):
+        """pkgutil.get_data(): *path* is under a package's master path."""
+        best = None
+        for entry in list(self.cache.values()):
+            if entry.is_pkg and entry.filename:
+                root = entry.filename.rpartition('/')[0] + '/'
+                if path.startswith(root) and (
+                        best is None or len(root) > len(best[1])):
+                    best = (entry.name, root)
+        if best is not None:
+            kind, data = self.fetch_data(best[0], path[len(best[1]):])
+            if kind == 'file':
+                return data
+        raise IOError('no data file %s' % path)
 
     # ------------------------------------------------- PEP 302 / PEP 451
 
     def _entry_for(self, fullname):
         if self.router.parent is None:
             return None
-        entry = self.fetch_blocking(fullname)
+        entry = self.fetch_blocking(fullname, _import_chain(fullname))
         if entry.source is None:
             return None
         return entry
@@ -117,8 +322,7 @@ class Importer(object):
         return None
 
     def exec_module(self, module):
-        entry = self.cache[module.__name__]
-        self._run(entry, module)
+        self._run(self.cache[module.__name__], module)
 
     def load_module(self, fullname):  # Python 2
         entry = self.cache[fullname]
@@ -140,22 +344,29 @@ class Importer(object):
 
     def _run(self, entry, module):
         module.__file__ = entry.filename
+        self.executed.add(entry.name)
         try:
-            code = compile(entry.source, entry.filename, 'exec')
+            code = compile(_source_text(entry), entry.filename, 'exec')
         except SyntaxError as exc:
             raise ImportError(
-                'module %s from the master cannot be compiled by Python %s '
-                'on this target: %s' % (entry.name, sys.version.split()[0],
-                                        exc))
+                'module %s comes from the master\'s Python %s and cannot be '
+                'compiled by this target\'s Python %s: %s' % (
+                    entry.name, self.master_version, sys.version.split()[0],
+                    exc))
         exec(code, module.__dict__)
 
     def get_source(self, fullname):
         entry = self.cache.get(fullname)
-        return entry and entry.source
+        if entry is None or entry.source is None:
+            return None
+        return _source_text(entry)
 
     def is_package(self, fullname):
         entry = self.cache.get(fullname)
         return bool(entry and entry.is_pkg)
 
 
-__all__ = ['Importer', 'ModuleEntry', 'compat']
+def stats():
+    """This context's import counters (call it remotely)."""
+    from plasmid.core import child
+    return child.current.importer.stats()

@@ -31,6 +31,7 @@ ADD_ROUTE = 6    # parent -> child: a new context lives behind this one
 SHUTDOWN = 7     # parent -> child: finish up and exit
 HELLO = 8        # child -> parent: booted, here is who I am
 BOOT = 9         # parent -> child: your identity and settings
+GET_DATA = 10    # child -> parent: a package data file (replied to)
 FIRST_DYNAMIC = 1000
 
 # Who may send to a handle.
@@ -163,7 +164,13 @@ class Router(object):
     def _deliver(self, msg):
         entry = self.handlers.get(msg.handle)
         if entry is None:
-            LOG.debug('no handler for %r', msg)
+            if msg.handle < FIRST_DYNAMIC:
+                # Well-known handles this context does not serve (a CALL
+                # to the master...): never legitimate, so say so.
+                LOG.error('%r: refusing %r: this context takes no messages '
+                          'on handle %d', msg.stream, msg, msg.handle)
+            else:
+                LOG.debug('no handler for %r', msg)  # e.g. a late reply
             return
         callback, policy = entry
         if not self._policy_allows(policy, msg):

@@ -60,6 +60,10 @@ class Stream(object):
                 return
             data = b''
         if not data:
+            if self.reader.pending():
+                LOG.error('%r: closing: the stream ended inside a frame '
+                          '(%d bytes of it received)', self,
+                          self.reader.pending())
             self.close()
             return
         self.bytes_in += len(data)

@@ -23,6 +23,7 @@ CORE_MODULES = [
     'plasmid.core.context',
     'plasmid.core.dispatch',
     'plasmid.core.logs',
+    'plasmid.core.resources',
     'plasmid.core.importer',
     'plasmid.core.child',
 ]

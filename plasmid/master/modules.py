@@ -1,9 +1,23 @@
-"""Serve module source to contexts that ask for it.
+"""Serve module source to contexts, with what they will need preloaded.
 
 A context asks only for modules it cannot import itself.  The master
 answers from its own environment, never with its standard library (the
-target's own must win, even when it lacks a module the master's has),
-never with compiled extensions, and never with master-only code.
+target's own must win), never with compiled extensions, never with
+master-only code.
+
+Preloading rules (measured in bench/imports.py, see docs/benchmarks.md):
+
+* With a module, send the modules of *its own top-level package* that its
+  module-level imports reach, transitively, in dependency order.
+* Name the *other* packages those imports reach (``related``): the context
+  checks which it lacks and asks for all of them in one batch, which the
+  master answers the same way.  Two requests load a whole dependency tree.
+* If the master has imported the module itself, its module-level
+  conditionals have been resolved: only dependencies the master also
+  loaded are sent.  Imports inside functions are never followed.
+* Names the imports reach that the master cannot serve travel as negative
+  answers (``absent``), so optional imports cost no further round trip.
+* Each module is sent on each link once.
 """
 from __future__ import annotations
 
@@ -14,10 +28,14 @@ import os
 import sys
 import sysconfig
 import tokenize
+import zlib
+from typing import Optional
 
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.importer import ModuleEntry
-from plasmid.core.router import FROM_CHILD, GET_MODULE, LOAD_MODULE
+from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
+                                 LOAD_MODULE)
+from plasmid.master import bootstrap, scanner
 
 LOG = logging.getLogger('plasmid.master.modules')
 
@@ -31,6 +49,10 @@ def _stdlib_dirs() -> tuple[str, ...]:
     return tuple(d + os.sep for d in dirs)
 
 
+def top_level(name: str) -> str:
+    return name.partition('.')[0]
+
+
 class ModuleFinder:
     """Locates a module's source without importing it."""
 
@@ -38,18 +60,36 @@ class ModuleFinder:
         self.stdlib_dirs = _stdlib_dirs()
         self.site_markers = (os.sep + 'site-packages' + os.sep,
                              os.sep + 'dist-packages' + os.sep)
+        self.cache: dict[str, ModuleEntry] = {}
+
+    def stdlib_path(self, fullname: str) -> Optional[str]:
+        """The source of a standard library module, for scanning only."""
+        spec = self._spec(fullname)
+        origin = self._source_path(spec)
+        if origin is not None and self._is_stdlib(os.path.realpath(origin)):
+            return origin
+        return None
+
+    def exists(self, fullname: str) -> bool:
+        """Can the master import *fullname* at all (in any form)?"""
+        if fullname in sys.modules or fullname in sys.builtin_module_names:
+            return True
+        return self._spec(fullname) is not None
 
     def find(self, fullname: str) -> ModuleEntry:
+        entry = self.cache.get(fullname)
+        if entry is None:
+            entry = self.cache[fullname] = self._find(fullname)
+        return entry
+
+    def _find(self, fullname: str) -> ModuleEntry:
         absent = ModuleEntry(fullname, False, None, None)
         if fullname.startswith(PRIVATE_PREFIXES) or \
                 fullname in sys.builtin_module_names:
             return absent
         spec = self._spec(fullname)
-        origin = spec and spec.origin
-        if not origin or not origin.endswith('.py') or \
-                not os.path.isfile(origin):
-            return absent  # missing, built-in, frozen or an extension
-        if self._is_stdlib(os.path.realpath(origin)):
+        origin = self._source_path(spec)
+        if origin is None or self._is_stdlib(os.path.realpath(origin)):
             return absent
         try:
             with tokenize.open(origin) as handle:
@@ -57,7 +97,20 @@ class ModuleFinder:
         except (OSError, SyntaxError):
             return absent
         is_pkg = spec.submodule_search_locations is not None
-        return ModuleEntry(fullname, is_pkg, source, spec.origin)
+        return ModuleEntry(fullname, is_pkg, source, origin)
+
+    @staticmethod
+    def _source_path(spec) -> Optional[str]:
+        """The .py file behind *spec*, also for a compiled module that
+        ships its pure-Python source beside it."""
+        origin = spec and spec.origin
+        if not origin or not os.path.isfile(origin):
+            return None
+        if origin.endswith('.py'):
+            return origin
+        base = os.path.basename(origin).split('.')[0]
+        twin = os.path.join(os.path.dirname(origin), base + '.py')
+        return twin if os.path.isfile(twin) else None
 
     def _is_stdlib(self, path: str) -> bool:
         return path.startswith(self.stdlib_dirs) and \
@@ -75,13 +128,150 @@ class ModuleFinder:
         if module is not None and getattr(module, '__spec__', None):
             return module.__spec__
         parent, _, leaf = fullname.rpartition('.')
-        if not parent:
-            return importlib.machinery.PathFinder.find_spec(fullname)
-        parent_spec = self._spec(parent)
-        if parent_spec is None or not parent_spec.submodule_search_locations:
+        try:
+            if not parent:
+                return importlib.machinery.PathFinder.find_spec(fullname)
+            parent_spec = self._spec(parent)
+            if parent_spec is None or \
+                    not parent_spec.submodule_search_locations:
+                return None
+            return importlib.machinery.PathFinder.find_spec(
+                fullname, list(parent_spec.submodule_search_locations))
+        except (ImportError, ValueError):
             return None
-        return importlib.machinery.PathFinder.find_spec(
-            fullname, list(parent_spec.submodule_search_locations))
+
+
+class Edges:
+    """What one module imports at module level."""
+
+    __slots__ = ('required', 'optional', 'absent')
+
+    def __init__(self) -> None:
+        self.required: list[str] = []  # servable, imported on every path
+        self.optional: list[str] = []  # servable, imported in a branch
+        self.absent: list[str] = []    # what the master cannot serve
+
+
+class ModuleGraph:
+    """What each servable module imports at module level, transitively."""
+
+    def __init__(self, finder: ModuleFinder) -> None:
+        self.finder = finder
+        self.direct: dict[str, Edges] = {}
+        self.probes: dict[str, list[str]] = {}
+
+    def edges(self, name: str) -> Edges:
+        edges = self.direct.get(name)
+        if edges is None:
+            edges = self.direct[name] = self._scan(name)
+        return edges
+
+    def _scan(self, name: str) -> Edges:
+        edges = Edges()
+        entry = self.finder.find(name)
+        if entry.source is None:
+            return edges
+        try:
+            code = scanner.load_code(entry.filename, entry.source)
+        except (SyntaxError, ValueError):
+            return edges
+        parent = name.rpartition('.')[0]
+        if parent:
+            edges.required.append(parent)  # a submodule needs its package
+        for statement in scanner.module_level_imports(code):
+            self._add(edges, name, entry.is_pkg, statement)
+        for hint in scanner.dynamic_import_hints(code):
+            if hint != name and self.finder.find(hint).source is not None:
+                edges.required.append(hint)
+        edges.required = _unique(edges.required)
+        edges.optional = _unique([n for n in edges.optional
+                                  if n not in edges.required])
+        edges.absent = _unique(edges.absent)
+        return edges
+
+    def _add(self, edges: Edges, name: str, is_pkg: bool,
+             statement: scanner.ImportStatement) -> None:
+        candidates = scanner.resolve(statement, name, is_pkg)
+        dotted = len(candidates) - len([f for f in statement.fromlist
+                                        if f != '*'])
+        target = edges.optional if statement.conditional else edges.required
+        for i, candidate in enumerate(candidates):
+            if candidate == name:
+                continue
+            if self.finder.find(candidate).source is not None:
+                target.append(candidate)
+            elif i < dotted:
+                edges.absent.append(candidate)
+            # else: ``from x import y`` where y is an attribute
+
+    def closure(self, root: str) -> tuple[list[str], list[str]]:
+        """(modules importing *root* runs, dependencies first and *root*
+        last; names they reach that the master cannot serve).
+
+        Branch imports are followed only where the master took the branch
+        itself (the module is loaded here); if the master has imported
+        *root*, every dependency must be loaded here too.
+        """
+        loaded_only = root in sys.modules
+        order: list[str] = []
+        absent: list[str] = []
+        seen = {root}
+        stack = [(root, self._next_deps(root, loaded_only, absent))]
+        while stack:
+            name, deps = stack[-1]
+            for dep in deps:
+                if dep not in seen:
+                    seen.add(dep)
+                    stack.append(
+                        (dep, self._next_deps(dep, loaded_only, absent)))
+                    break
+            else:
+                stack.pop()
+                order.append(name)
+        return order, _unique(absent)
+
+    def _next_deps(self, name: str, loaded_only: bool, absent: list):
+        edges = self.edges(name)
+        absent.extend(edges.absent)
+        for missing in edges.absent:
+            absent.extend(self.stdlib_probes(missing))
+        deps = edges.required + [d for d in edges.optional
+                                 if d in sys.modules]
+        if loaded_only:
+            deps = [d for d in deps if d in sys.modules]
+        return iter(deps)
+
+
+    def stdlib_probes(self, name: str) -> list[str]:
+        """Names the standard library module *name* (and the standard
+        modules it imports) try to import that do not exist here, like
+        ``_winapi`` on Linux: a context asks for them too, and a negative
+        answer sent ahead saves it the round trip."""
+        probes = self.probes.get(name)
+        if probes is not None:
+            return probes
+        self.probes[name] = []  # cycles end here
+        path = self.finder.stdlib_path(name)
+        if path is None:
+            return []
+        found: list[str] = []
+        try:
+            code = scanner.load_code(path)
+        except (SyntaxError, ValueError, OSError):
+            return []
+        for statement in scanner.all_imports(code):
+            for candidate in scanner.resolve(statement, name, False)[:1]:
+                if not self.finder.exists(candidate):
+                    found.append(candidate)
+                else:
+                    found.extend(self.stdlib_probes(candidate))
+        probes = self.probes[name] = _unique(found)
+        return probes
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: set[str] = set()
+    return [n for n in names if not (n in seen or seen.add(n))]
 
 
 class ModuleResponder:
@@ -90,21 +280,118 @@ class ModuleResponder:
     def __init__(self, router) -> None:
         self.router = router
         self.finder = ModuleFinder()
-        self.cache: dict[str, ModuleEntry] = {}
+        self.graph = ModuleGraph(self.finder)
         self.sent: dict[int, set[str]] = {}  # context id -> names sent
+        self.compressed: dict[str, bytes] = {}
+        # (context, first name) -> all names of one import, until the
+        # context asks for the packages that import reaches.
+        self.groups: dict[tuple[int, str], list[str]] = {}
+        # Every context booted with these: never send them again.
+        self.preinstalled = frozenset(
+            name for name, _, _ in bootstrap.core_modules())
         router.add_handler(GET_MODULE, self._on_request, FROM_CHILD)
+        router.add_handler(GET_DATA, self._on_data_request, FROM_CHILD)
 
-    def entry(self, fullname: str) -> ModuleEntry:
-        entry = self.cache.get(fullname)
-        if entry is None:
-            entry = self.cache[fullname] = self.finder.find(fullname)
-        return entry
+    def _on_data_request(self, msg) -> None:
+        package, relpath = msg.value()
+        self.router.reply(msg, self.package_data(str(package), str(relpath)))
+
+    def package_data(self, package: str, relpath: str) -> tuple:
+        """A data file or listing inside a package we serve, never
+        anything outside that package's directory."""
+        entry = self.finder.find(package)
+        if entry.source is None or not entry.is_pkg:
+            return ('missing', None)
+        root = os.path.realpath(os.path.dirname(entry.filename))
+        path = os.path.realpath(os.path.join(root, relpath))
+        if path != root and not path.startswith(root + os.sep):
+            LOG.error('context %s asked for %r outside package %s',
+                      'a context', relpath, package)
+            return ('missing', None)
+        if os.path.isdir(path):
+            return ('dir', sorted(n for n in os.listdir(path)
+                                  if n != '__pycache__'))
+        if os.path.isfile(path) and \
+                os.path.getsize(path) < self.router.max_message // 2:
+            with open(path, 'rb') as handle:
+                return ('file', handle.read())
+        return ('missing', None)
 
     def _on_request(self, msg) -> None:
-        fullname = msg.value()
-        if not isinstance(fullname, str):
-            LOG.error('context %d sent a bad module request', msg.src)
+        try:
+            names, origin = msg.value()
+            names = [str(n) for n in names]
+        except (TypeError, ValueError):
+            LOG.error('context %d sent a malformed module request', msg.src)
             return
-        entry = self.entry(fullname)
-        self.sent.setdefault(msg.src, set()).add(fullname)
-        self.router.send_value(msg.src, LOAD_MODULE, entry.to_wire())
+        if origin is None:
+            self._answer_imports(msg.src, names)
+        else:
+            self._answer_batch(msg.src, names, str(origin))
+
+    def _package_closure(self, name: str) -> list[str]:
+        order, _ = self.graph.closure(name)
+        return [m for m in order if top_level(m) == top_level(name)]
+
+    def _related(self, names: list[str]) -> list[str]:
+        """Other top-level packages the modules *names* need reach."""
+        related = []
+        for name in names:
+            order, _ = self.graph.closure(name)
+            related += [top_level(m) for m in order
+                        if top_level(m) != top_level(name)]
+        return _unique([r for r in related if r not in map(top_level,
+                                                            names)])
+
+    def _answer_imports(self, child: int, names: list[str]) -> None:
+        """One import (a module and the submodules Python will ask for
+        next): the first answer names the packages all of them need, so
+        that the context asks for those in a single batch before the
+        import goes on."""
+        self.groups[(child, names[0])] = names
+        for i, name in enumerate(names):
+            # On the first answer: it is the one the import waits for.
+            self._answer(child, name, self._package_closure(name),
+                         self._related(names) if i == 0 else [])
+
+    def _answer_batch(self, child: int, packages: list[str],
+                      origin: str) -> None:
+        """Packages the import answered as *origin* reaches: send the
+        parts of them it needs."""
+        needed: list[str] = []
+        for name in self.groups.pop((child, origin), [origin]):
+            needed += self.graph.closure(name)[0]
+        for package in packages:
+            inside = [m for m in needed
+                      if m == package or m.startswith(package + '.')]
+            own = self._package_closure(package)
+            self._answer(child, package, _unique(own + inside),
+                         self._related([package]))
+
+    def _answer(self, child: int, name: str, modules: list[str],
+                related: list[str]) -> None:
+        """Send *modules* (dependency order) ahead of *name* itself."""
+        sent = self.sent.setdefault(child, set(self.preinstalled))
+        ahead = [m for m in modules if m != name]
+        for module in ahead:
+            if module not in sent:
+                sent.add(module)
+                self._send(child, self.finder.find(module), for_name=name)
+        _, absent = self.graph.closure(name)
+        sent.add(name)
+        self._send(child, self.finder.find(name), for_name=name,
+                   closure=ahead, related=related, absent=absent)
+
+    def _compressed(self, entry: ModuleEntry) -> Optional[bytes]:
+        if entry.source is None:
+            return None
+        packed = self.compressed.get(entry.name)
+        if packed is None:
+            packed = zlib.compress(entry.source.encode('utf-8'), 6)
+            self.compressed[entry.name] = packed
+        return packed
+
+    def _send(self, child: int, entry: ModuleEntry, **fields) -> None:
+        wire = ModuleEntry(entry.name, entry.is_pkg, self._compressed(entry),
+                           entry.filename, **fields)
+        self.router.send_value(child, LOAD_MODULE, wire.to_wire())

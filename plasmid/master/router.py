@@ -11,6 +11,7 @@ import atexit
 import itertools
 import logging
 import os
+import platform
 import sys
 import threading
 import time
@@ -140,6 +141,7 @@ class Router:
         spec = dict(options, method=method, context_id=context_id,
                     connect_timeout=connect_timeout)
         spec['name'] = name or self._default_name(method, spec, context_id)
+        spec['master_version'] = platform.python_version()
         spec['log_level'] = logging.getLogger(
             'plasmid.ctx.' + spec['name']).getEffectiveLevel()
         if via is None:
@@ -212,6 +214,20 @@ class Router:
     def _release(self, stream) -> None:
         """Forget a finished direct child once its process is reaped."""
         if stream.process is not None and stream.process.poll() is not None:
+            loop = self.loop
+            if not loop.owned_here():
+                # The fds belong to the loop's owner (ErrorOutput may be
+                # reading stderr): close them as the owner, or let it.
+                if loop.try_own():
+                    try:
+                        self._release(stream)
+                    finally:
+                        loop.disown()
+                else:
+                    loop.defer(self._release, stream)
+                return
+            if stream.process.stderr is not None:
+                self.loop.remove_fd(stream.process.stderr)
             stream.process.close_all()
             with self.lock:
                 if stream in self.streams:

@@ -1,0 +1,101 @@
+"""Package data for modules imported from the parent.
+
+``importlib.resources`` and ``pkgutil.get_data`` reach a package's data
+files through its loader; for packages that came from the parent, those
+files live on the master.  They are fetched on first use, one file or
+directory listing per request, and cached like modules.
+"""
+import io
+import posixpath
+
+
+class RemotePath(object):
+    """A file or directory inside a package served by the parent; what
+    ``importlib.resources.files()`` returns for such a package."""
+
+    def __init__(self, importer, package, relpath=''):
+        self.importer = importer
+        self.package = package
+        self.relpath = relpath
+
+    def __repr__(self):
+        return '<RemotePath %s:%s>' % (self.package, self.relpath)
+
+    @property
+    def name(self):
+        return posixpath.basename(self.relpath) or self.package
+
+    def _fetch(self):
+        return self.importer.fetch_data(self.package, self.relpath)
+
+    def joinpath(self, *parts):
+        path = posixpath.join(self.relpath, *parts)
+        return RemotePath(self.importer, self.package,
+                          posixpath.normpath(path).lstrip('/'))
+
+    __truediv__ = joinpath
+    __div__ = joinpath
+
+    def is_file(self):
+        return self._fetch()[0] == 'file'
+
+    def is_dir(self):
+        return self._fetch()[0] == 'dir'
+
+    def exists(self):
+        return self._fetch()[0] != 'missing'
+
+    def iterdir(self):
+        kind, names = self._fetch()
+        if kind != 'dir':
+            raise NotADirectoryError_(self.relpath)
+        return iter([self.joinpath(name) for name in names])
+
+    def read_bytes(self):
+        kind, data = self._fetch()
+        if kind != 'file':
+            raise FileNotFoundError_(
+                '%s has no data file %r' % (self.package, self.relpath))
+        return data
+
+    def read_text(self, encoding='utf-8', errors='strict'):
+        return self.read_bytes().decode(encoding, errors)
+
+    def open(self, mode='r', *args, **kwargs):
+        data = io.BytesIO(self.read_bytes())
+        if 'b' in mode:
+            return data
+        return io.TextIOWrapper(data, *args, **kwargs)
+
+
+try:
+    FileNotFoundError_ = FileNotFoundError
+    NotADirectoryError_ = NotADirectoryError
+except NameError:  # Python 2
+    FileNotFoundError_ = IOError
+    NotADirectoryError_ = IOError
+
+
+class Reader(object):
+    """The resource reader a package's loader hands to importlib."""
+
+    def __init__(self, importer, package):
+        self.root = RemotePath(importer, package)
+
+    def files(self):
+        return self.root
+
+    def open_resource(self, resource):
+        return self.root.joinpath(resource).open('rb')
+
+    def resource_path(self, resource):
+        # No file exists on this machine; importlib falls back to
+        # open_resource (and a temporary copy if a path is demanded).
+        raise FileNotFoundError_(resource)
+
+    def is_resource(self, name):
+        return self.root.joinpath(name).is_file()
+
+    def contents(self):
+        kind, names = self.root._fetch()
+        return names if kind == 'dir' else []

@@ -1,0 +1,129 @@
+"""A context's logging, print() and subprocess output reach the master's
+logger 'plasmid.ctx.<name>', in order, and none is lost at shutdown."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import pytest
+
+import plasmid
+
+# The remote functions live with the master tests; contexts fetch them
+# from this process by module name.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir, 'master'))
+import local_fns  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def capture_everything(caplog: pytest.LogCaptureFixture) -> None:
+    # Before any context starts: a context forwards from the level its
+    # logger had when it was started.
+    caplog.set_level(logging.DEBUG, logger='plasmid.ctx')
+
+
+def from_context(caplog: pytest.LogCaptureFixture, name: str,
+                 origins: tuple[str, ...] = ()) -> list[tuple[str, int, str]]:
+    """(origin, level, text) of every record context *name* sent."""
+    return [(r.plasmid_origin, r.levelno, r.getMessage())
+            for r in caplog.records
+            if r.name == 'plasmid.ctx.' + name and
+            (not origins or r.plasmid_origin in origins)]
+
+
+def test_records_and_prints_arrive_in_order_before_the_result(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with plasmid.Router() as router:
+        ctx = router.local(name='order')
+        assert ctx.call(local_fns.chatter, 50, 'a') == 50
+        # Everything the call emitted was handled before call() returned.
+        got = from_context(caplog, 'order')
+        want = []
+        for i in range(50):
+            want.append(('local_fns.chatter', logging.WARNING,
+                         'a record %d' % i))
+            want.append(('stdout', logging.INFO, 'a line %d' % i))
+        assert got == want
+        # A second call's output follows the first's.
+        ctx.call(local_fns.chatter, 1, 'b')
+        assert from_context(caplog, 'order')[-2:] == [
+            ('local_fns.chatter', logging.WARNING, 'b record 0'),
+            ('stdout', logging.INFO, 'b line 0')]
+
+
+def test_record_attributes(caplog: pytest.LogCaptureFixture) -> None:
+    with plasmid.Router() as router:
+        ctx = router.local(name='attrs')
+        ctx.call(local_fns.log_levels, 'x')
+        ctx.call(local_fns.print_to_stderr, 'to stderr')
+        ctx.call(local_fns.log_exception, 'oops')
+    records = [r for r in caplog.records if r.name == 'plasmid.ctx.attrs']
+    assert all(r.plasmid_context == 'attrs' for r in records)
+    got = [(r.plasmid_origin, r.levelno, r.getMessage()) for r in records]
+    assert got[:5] == [
+        ('local_fns.levels', logging.DEBUG, 'x debug'),
+        ('local_fns.levels', logging.INFO, 'x info'),
+        ('local_fns.levels', logging.WARNING, 'x warning'),
+        ('local_fns.levels', logging.ERROR, 'x error'),
+        ('stderr', logging.INFO, 'to stderr'),
+    ]
+    origin, level, text = got[5]
+    # The remote traceback travels with the record.
+    assert (origin, level) == ('local_fns.exc', logging.ERROR)
+    assert text.startswith('oops caught\nTraceback')
+    assert "KeyError: 'oops'" in text
+
+
+def test_level_set_before_start_filters(
+        caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger('plasmid.ctx.quiet')
+    logger.setLevel(logging.ERROR)
+    try:
+        with plasmid.Router() as router:
+            ctx = router.local(name='quiet')
+            ctx.call(local_fns.log_levels, 'q')
+    finally:
+        logger.setLevel(logging.NOTSET)
+    assert from_context(caplog, 'quiet') == [
+        ('local_fns.levels', logging.ERROR, 'q error')]
+
+
+def test_subprocess_output_is_forwarded(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with plasmid.Router() as router:
+        ctx = router.local(name='sub')
+        assert ctx.call(local_fns.system_echo, 'out-from-echo') == 0
+        assert ctx.call(local_fns.system_echo, 'err-from-echo', True) == 0
+    # fd output is read by the context's I/O thread, so it may trail the
+    # call's result; by the end of the Router block it must be there.
+    got = from_context(caplog, 'sub')
+    assert ('stdout', logging.INFO, 'out-from-echo') in got
+    assert ('stderr', logging.INFO, 'err-from-echo') in got
+
+
+@pytest.mark.parametrize('func', [local_fns.print_lines,
+                                  local_fns.system_lines],
+                         ids=['print', 'subprocess'])
+def test_no_output_lost_at_shutdown(caplog: pytest.LogCaptureFixture,
+                                    func) -> None:
+    with plasmid.Router() as router:
+        ctx = router.local(name='burst')
+        ctx.call_no_reply(func, 500, 'burst')
+        # Leave at once: shutdown must let the call finish and drain it.
+    lines = [text for origin, _, text in
+             from_context(caplog, 'burst', ('stdout',))]
+    assert lines == ['burst %d' % i for i in range(500)]
+
+
+def test_output_of_via_contexts(caplog: pytest.LogCaptureFixture) -> None:
+    with plasmid.Router() as router:
+        top = router.local(name='top')
+        below = router.local(name='below', via=top)
+        assert below.call(local_fns.chatter, 3, 'deep') == 3
+        got = from_context(caplog, 'below')
+        assert got == [item for i in range(3) for item in (
+            ('local_fns.chatter', logging.WARNING, 'deep record %d' % i),
+            ('stdout', logging.INFO, 'deep line %d' % i))]
+        assert from_context(caplog, 'top', ('local_fns.chatter',)) == []
