@@ -1,4 +1,5 @@
 """A context in a new local Python process."""
+from __future__ import absolute_import
 
 TTY = False            # no terminal needed
 EARLY_PAYLOAD = True   # nothing else reads stdin: send the core at once

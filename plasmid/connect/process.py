@@ -1,4 +1,5 @@
 """Start a child process wired up with pipes (and a tty when needed)."""
+from __future__ import absolute_import
 import os
 import signal
 import subprocess

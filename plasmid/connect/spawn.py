@@ -6,6 +6,7 @@ core then reads its BOOT frame and answers HELLO.  Everything after the
 command line travels on the same pipe, so with ssh the whole boot costs one
 round trip beyond ssh's own.
 """
+from __future__ import absolute_import
 import base64
 import errno
 import logging

@@ -5,6 +5,7 @@ known_hosts working as the user expects.  Without a password ssh runs in
 batch mode, so a missing key fails fast instead of prompting; with one, ssh
 gets a private pty to prompt on, and we answer there.
 """
+from __future__ import absolute_import
 import os
 import re
 

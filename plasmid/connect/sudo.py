@@ -5,6 +5,7 @@ goes: so the core is only sent once the new interpreter says it is
 reading, after any password exchange.  That wait costs a local round trip
 on the parent's machine, never a network one.
 """
+from __future__ import absolute_import
 import re
 
 TTY = False

@@ -5,6 +5,7 @@ standby thread runs the loop during long calls (see dispatch), so routing,
 log forwarding and noticing a lost parent go on whatever a call does.  A
 lost parent ends the process at once, even if a call is stuck.
 """
+from __future__ import absolute_import
 import logging
 import os
 import sys

@@ -11,6 +11,7 @@ count.  Python 2 ``str`` travels as "native string": Python 3 reads it as
 text, Python 2 as ``str``; text that is pure ASCII also becomes ``str`` on
 Python 2 so that code written for either version sees its native type.
 """
+from __future__ import absolute_import
 import struct
 
 from plasmid.core import compat

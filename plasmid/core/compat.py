@@ -1,4 +1,5 @@
 """The one place where Python 2 and Python 3 differ for the payload."""
+from __future__ import absolute_import
 import sys
 
 PY2 = sys.version_info[0] == 2

@@ -1,4 +1,5 @@
 """Context handles, call futures and ``as_completed``."""
+from __future__ import absolute_import
 import collections
 import threading
 import time

@@ -6,6 +6,7 @@ thread takes the loop over once the call has lasted ``TAKEOVER_DELAY``:
 routing, log forwarding and noticing a lost parent go on however long, or
 stuck, the call is, and quick calls never wake it for longer than a check.
 """
+from __future__ import absolute_import
 import collections
 import logging
 import sys

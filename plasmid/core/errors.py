@@ -1,4 +1,5 @@
 """The exceptions users catch; every one derives from :class:`Error`."""
+from __future__ import absolute_import
 from plasmid.core.compat import builtin_timeout
 
 

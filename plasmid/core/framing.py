@@ -8,6 +8,7 @@ A frame is a fixed 22-byte header followed by the message body::
 destination context, ``reply_to`` is the handle a reply should go to (0 for
 none).  The reader is a pure object: it takes bytes and returns messages.
 """
+from __future__ import absolute_import
 import struct
 
 from plasmid.core import codec

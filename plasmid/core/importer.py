@@ -24,6 +24,7 @@ children go upstream once; a context with children serves them from its
 cache, streams modules on as they arrive, and never sends a child the same
 module twice.
 """
+from __future__ import absolute_import
 import sys
 import threading
 import zlib
@@ -74,6 +75,19 @@ def _is_local(name):
         if handle is not None:
             handle.close()
         return True
+
+
+def _found_by_python2(fullname, path):
+    if fullname in sys.builtin_module_names:
+        return True
+    import imp
+    try:
+        handle = imp.find_module(fullname.rpartition('.')[2], path)[0]
+    except ImportError:
+        return False
+    if handle is not None:
+        handle.close()
+    return True
 
 
 def _source_text(entry):
@@ -197,17 +211,19 @@ class Importer(object):
         for child_id in list(followers):
             self._send_to_child(child_id, entry)
         if entry.is_answer():
-            self._learn_from_answer(entry)
+            # Fetch related packages only for our own imports: for an
+            # answer we merely pass on, the child decides what it lacks.
+            self._learn_from_answer(entry, fetch=bool(callbacks))
         for callback in callbacks:
             callback(entry)
 
-    def _learn_from_answer(self, entry):
+    def _learn_from_answer(self, entry, fetch):
         """Cache its negatives; fetch at once the packages it will need."""
         with self.lock:
             for name in entry.absent:
                 if name not in self.cache:
                     self.cache[name] = ModuleEntry(name, False, None, None)
-        if self.router.parent is not None:
+        if fetch and self.router.parent is not None:
             missing = [top for top in entry.related if not _is_local(top)]
             self.request(missing, entry.name)
 
@@ -314,7 +330,10 @@ class Importer(object):
         return spec
 
     def find_module(self, fullname, path=None):  # Python 2
-        if self._entry_for(fullname) is None:
+        # Python 2 asks meta-path finders before its own import machinery,
+        # so leave whatever it can find itself to it.
+        if _found_by_python2(fullname, path) or \
+                self._entry_for(fullname) is None:
             return None
         return self
 

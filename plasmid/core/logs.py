@@ -5,6 +5,7 @@ produced them, so they reach the master in order and before the reply of
 the call that produced them.  Output written straight to fds 1 and 2 (by
 subprocesses, say) is read from a pipe by the I/O loop.
 """
+from __future__ import absolute_import
 import logging
 import os
 import threading

@@ -11,6 +11,7 @@ master's threaded mode).
 Loop state (poller registrations, timers) is only touched by the owner;
 other threads hand it work with :meth:`Loop.defer`, which wakes the owner.
 """
+from __future__ import absolute_import
 import errno
 import heapq
 import itertools

@@ -5,6 +5,7 @@ files through its loader; for packages that came from the parent, those
 files live on the master.  They are fetched on first use, one file or
 directory listing per request, and cached like modules.
 """
+from __future__ import absolute_import
 import io
 import posixpath
 

@@ -11,6 +11,7 @@ message came from before acting on it:
 * each local handle says whose messages it takes (parent, child, or one
   context), so a child can never reach, say, the call dispatcher.
 """
+from __future__ import absolute_import
 import itertools
 import logging
 import threading

@@ -1,4 +1,5 @@
 """A stream: one link to a neighbouring context over a pair of fds."""
+from __future__ import absolute_import
 import errno
 import logging
 import os

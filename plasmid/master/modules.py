@@ -21,6 +21,7 @@ Preloading rules (measured in bench/imports.py, see docs/benchmarks.md):
 """
 from __future__ import annotations
 
+import collections
 import importlib.machinery
 import importlib.util
 import logging
@@ -283,6 +284,9 @@ class ModuleResponder:
         self.graph = ModuleGraph(self.finder)
         self.sent: dict[int, set[str]] = {}  # context id -> names sent
         self.compressed: dict[str, bytes] = {}
+        # LOAD_MODULE messages per (context, module): for tests and
+        # benchmarks, to show each module crosses each link once.
+        self.messages_sent: collections.Counter = collections.Counter()
         # (context, first name) -> all names of one import, until the
         # context asks for the packages that import reaches.
         self.groups: dict[tuple[int, str], list[str]] = {}
@@ -392,6 +396,7 @@ class ModuleResponder:
         return packed
 
     def _send(self, child: int, entry: ModuleEntry, **fields) -> None:
+        self.messages_sent[(child, entry.name)] += 1
         wire = ModuleEntry(entry.name, entry.is_pkg, self._compressed(entry),
                            entry.filename, **fields)
         self.router.send_value(child, LOAD_MODULE, wire.to_wire())
