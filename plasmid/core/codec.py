@@ -2,9 +2,10 @@
 
 Only plain data crosses the wire: None, bool, int, float, text, bytes, list,
 tuple, dict, set, frozenset, plus references to contexts and plasmid's own
-errors.  Decoding never imports, never calls user code and never allocates
-more than the frame it reads from, so a hostile peer can at worst make us
-reject its frame.
+errors.  Decoding never imports and never calls user code; every count is
+checked against the bytes left in the frame, so what it allocates stays
+within a small multiple of the frame's size (about 10x for a list of
+Nones).  A hostile peer can at worst make us reject its frame.
 
 Each value is a one-byte tag followed by a fixed-size field or a 32-bit
 count.  Python 2 ``str`` travels as "native string": Python 3 reads it as

@@ -17,7 +17,7 @@ import logging
 import threading
 
 from plasmid.core import codec
-from plasmid.core.errors import ContextLost, ProtocolError
+from plasmid.core.errors import ContextLost, ProtocolError, StreamError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 
 LOG = logging.getLogger('plasmid.router')
@@ -90,7 +90,13 @@ class Router(object):
     # ---------------------------------------------------------- sending
 
     def send(self, msg):
-        """Send a message from this context; any thread."""
+        """Send a message from this context; any thread.
+
+        Raises StreamError for a message over the size limit: every
+        router on its way would refuse it and drop the whole link."""
+        if len(msg.data) > self.max_message:
+            raise StreamError('a message of %d bytes exceeds the %d byte '
+                              'limit' % (len(msg.data), self.max_message))
         if msg.dst == self.context_id:
             self.loop.defer(self._deliver, msg)
             return
