@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import plasmid
 from plasmid.core import codec
-from plasmid.core.errors import ContextLost
+from plasmid.core.errors import ContextLost, StreamError
 from plasmid.core.framing import HEADER, MAGIC, FrameReader, Message
 from plasmid.core.loop import Latch
 from plasmid.core.router import (ADD_ROUTE, BOOT, CALL, DEL_ROUTE,
@@ -289,17 +289,19 @@ def test_undecodable_bodies_are_refused_and_logged(
         'hostile_fns']
 
 
-def test_a_reply_larger_than_the_limit_loses_only_that_context(
-        caplog: pytest.LogCaptureFixture) -> None:
+def test_values_over_the_size_limit_are_refused_by_their_sender() -> None:
+    # Every router on the way would refuse such a frame and drop the link
+    # (see the oversized-header tests above), so the sender refuses it and
+    # says why: the context and its link survive.
     with plasmid.Router(max_message_size=64 * 1024) as router:
         big = router.local(name='big')
-        other = router.local(name='other')
         assert len(big.call(os.urandom, 1000)) == 1000
-        with pytest.raises(ContextLost):
+        with pytest.raises(plasmid.CallError, match='exceeds the 65536'):
             big.call(os.urandom, 100 * 1024)
-        assert error_records(caplog, 'exceeds the 65536 byte limit')
-        assert not big.is_alive()
-        assert other.call(os.getpid) == other.info['pid']
+        with pytest.raises(StreamError, match='exceeds the 65536'):
+            big.call(len, b'x' * (100 * 1024))
+        assert big.is_alive()
+        assert big.call(os.getpid) == big.info['pid']
 
 
 # ------------------------------------------------------------ fuzzing
