@@ -146,7 +146,11 @@ class Context(object):
         latch = Latch(self.router.loop)
         msg = self._call_message(func, args, kwargs, 0)
         msg.reply_to = self.router.expect_reply(self.context_id, latch)
-        self.router.send(msg)
+        try:
+            self.router.send(msg)
+        except Exception:
+            self.router.forget_reply(msg.reply_to)
+            raise
         return Future(self, latch, msg.reply_to)
 
     def call(self, func, *args, **kwargs):
