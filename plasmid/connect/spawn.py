@@ -79,6 +79,21 @@ class Handshake(object):
             reason += ': ' + detail
         raise ConnectError('%s: %s' % (self.spec['name'], reason))
 
+    def _exit_reason(self):
+        """Why the process ended before booting, as far as we can tell."""
+        status = None
+        deadline = time.time() + 0.5
+        while status is None and time.time() < deadline:
+            status = self.proc.poll()
+            if status is None:
+                time.sleep(0.01)
+        if status == 127 or (self.reader is None and b'python' in
+                             self.stderr.lower() and (
+                                 b'not found' in self.stderr or
+                                 b'No such file' in self.stderr)):
+            return 'no Python at %r' % (self.spec.get('python_path'),)
+        return 'the process exited during start-up'
+
     def _stderr_text(self):
         """stderr, minus our own prompt marker and bootstrap command."""
         text = self.stderr.decode('utf-8', 'replace')
@@ -128,7 +143,7 @@ class Handshake(object):
         if fd == self.proc.stdout:
             if not data:
                 self._drain_stderr(1.0)
-                self.fail('the process exited during start-up')
+                self.fail(self._exit_reason())
             return self._on_stdout(data)
         if not data:
             self.open.discard(fd)

@@ -33,6 +33,13 @@ PythonPath = Union[str, Sequence[str], None]
 _live_routers: "weakref.WeakSet[Router]" = weakref.WeakSet()
 
 
+VIA_MARGIN = 10.0
+
+
+def connect_timeout_of(spec: dict) -> float:
+    return spec.get('connect_timeout') or 30.0
+
+
 class MasterContext(Context):
     """A context started by this master."""
 
@@ -173,7 +180,10 @@ class Router:
                                             (new_id, next_hop.context_id)))
         self.core.add_route(new_id, self.core.routes[path[0].context_id])
         try:
-            info = via.call(spawn.connect_child, spec)
+            # The intermediary enforces connect_timeout itself; the margin
+            # covers a hop that stops answering altogether.
+            info = via.call_async(spawn.connect_child, spec).result(
+                timeout=connect_timeout_of(spec) + VIA_MARGIN)
         except BaseException:
             self.core.lose([new_id], 'start-up failed')
             raise

@@ -1,0 +1,110 @@
+"""Functions the tests in tests/connect/ run inside remote contexts.
+
+Contexts import this module from the master by name, on any target
+Python, so it must stay Python 2.7-compatible: no f-strings, no
+annotations, stdlib only.
+"""
+import logging
+import os
+import socket
+import sys
+import time
+
+
+def identity():
+    """Who and where this context is."""
+    return {
+        'uid': os.getuid(),
+        'euid': os.geteuid(),
+        'pid': os.getpid(),
+        'ppid': os.getppid(),
+        'hostname': socket.gethostname(),
+        'home': os.environ.get('HOME'),
+    }
+
+
+def getuid():
+    return os.getuid()
+
+
+def getpid():
+    return os.getpid()
+
+
+def version_info():
+    return list(sys.version_info[:3])
+
+
+def cmdline():
+    """This process's argv as the kernel sees it."""
+    with open('/proc/self/cmdline', 'rb') as f:
+        raw = f.read()
+    return [part.decode('utf-8', 'replace') for part in raw.split(b'\0')
+            if part]
+
+
+def loader_name():
+    """Which loader imported this module: the master's one or a file's."""
+    module = sys.modules[__name__]
+    return type(getattr(module, '__loader__', None)).__name__
+
+
+def fail(message):
+    raise ValueError(message)
+
+
+def sleep(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def log_warning(text):
+    logging.getLogger('connect_fns').warning('%s', text)
+    return text
+
+
+def pid_alive(pid):
+    """True if *pid* exists and is not a zombie (works across users)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            stat = f.read()
+    except (IOError, OSError):
+        return False
+    return stat.rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+def wait_pid_gone(pid, timeout):
+    """Poll until *pid* is gone; True if it went within *timeout*."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.02)
+    return not pid_alive(pid)
+
+
+def child_pids():
+    """Processes whose parent is this one."""
+    me = os.getpid()
+    found = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except (IOError, OSError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(name))
+    return found
+
+
+def wait_no_children(timeout):
+    """Poll until this process has no children; return those left."""
+    deadline = time.time() + timeout
+    left = child_pids()
+    while left and time.time() < deadline:
+        time.sleep(0.02)
+        left = child_pids()
+    return left

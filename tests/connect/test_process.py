@@ -1,0 +1,127 @@
+"""plasmid.connect.process.Process: real child programs, pipes and ptys."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from plasmid.connect.process import Process
+from plasmid.core.errors import ConnectError
+
+
+def _fd_count() -> int:
+    return len(os.listdir('/proc/self/fd'))
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: a pty whose other side is gone
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b''.join(chunks)
+
+
+def _run(code: str, tty: bool = False, stdin: bytes = b''):
+    """Run Python *code* in a Process; -> (status, stdout, stderr, proc)."""
+    proc = Process([sys.executable, '-c', code], tty=tty)
+    try:
+        if stdin:
+            os.write(proc.stdin, stdin)
+        os.close(proc.stdin)
+        proc.stdin = None
+        out = _read_all(proc.stdout)
+        err = _read_all(proc.stderr)
+        status = proc.popen.wait(30)
+    finally:
+        proc.close_all()
+    return status, out, err, proc
+
+
+@pytest.mark.parametrize('tty', [False, True])
+def test_missing_program_is_a_connect_error(tty: bool) -> None:
+    before = _fd_count()
+    with pytest.raises(ConnectError) as info:
+        Process(['/nonexistent/plasmid-program', '-c', 'x'], tty=tty)
+    assert 'cannot run /nonexistent/plasmid-program' in str(info.value)
+    # Every pipe (and pty) end opened for it was closed again.
+    assert _fd_count() == before
+
+
+def test_pipes_carry_stdin_stdout_stderr() -> None:
+    code = ('import sys; data = sys.stdin.read(); '
+            'sys.stdout.write(data.upper()); sys.stderr.write("err:" + data)')
+    status, out, err, _ = _run(code, stdin=b'abc')
+    assert (status, out, err) == (0, b'ABC', b'err:abc')
+
+
+def test_child_runs_in_its_own_session_and_ignores_sigint() -> None:
+    # Its own session keeps it off our terminal; SIGINT is the master's
+    # business (it shuts contexts down itself).
+    code = ('import os, signal, sys; '
+            'sys.stdout.write("%d %d %s" % (os.getsid(0), os.getpid(), '
+            'signal.getsignal(signal.SIGINT) == signal.SIG_IGN))')
+    status, out, _, proc = _run(code)
+    sid, pid, ignored = out.decode().split()
+    assert status == 0
+    assert int(sid) == int(pid) == proc.pid
+    assert ignored == 'True'
+
+
+def test_without_tty_there_is_no_terminal_to_prompt_on() -> None:
+    code = ('import os\ntry:\n    os.open("/dev/tty", os.O_RDWR)\n'
+            '    print("tty")\nexcept OSError:\n    print("no tty")\n')
+    status, out, _, proc = _run(code)
+    assert (status, out) == (0, b'no tty\n')
+    assert proc.tty_fd is None
+
+
+def test_with_tty_prompts_go_to_the_pty_with_echo_off() -> None:
+    # What a program writes to /dev/tty (a password prompt) arrives on
+    # tty_fd, and echo is off so an answer would not come back.
+    code = ('import os, termios\nfd = os.open("/dev/tty", os.O_RDWR)\n'
+            'echo = termios.tcgetattr(fd)[3] & termios.ECHO\n'
+            'os.write(fd, b"Password: ")\n'
+            'print("echo" if echo else "no echo")\n')
+    proc = Process([sys.executable, '-c', code], tty=True)
+    try:
+        assert proc.tty_fd is not None
+        out = _read_all(proc.stdout)
+        assert proc.popen.wait(30) == 0
+        proc.close_tty_slave()
+        prompt = _read_all(proc.tty_fd)
+    finally:
+        proc.close_all()
+    assert out == b'no echo\n'
+    assert prompt == b'Password: '
+
+
+def test_kill_and_terminate() -> None:
+    for stop, signum in ((Process.kill, signal.SIGKILL),
+                         (Process.terminate, signal.SIGTERM)):
+        proc = Process(['sleep', '60'])
+        try:
+            assert proc.poll() is None
+            stop(proc)
+            assert proc.popen.wait(30) == -signum
+            stop(proc)  # a second time on an exited process is harmless
+        finally:
+            proc.close_all()
+
+
+def test_close_all_closes_every_fd() -> None:
+    before = _fd_count()
+    proc = Process(['sleep', '60'], tty=True)
+    assert _fd_count() > before
+    proc.kill()
+    proc.popen.wait(30)
+    proc.close_all()
+    assert _fd_count() == before
+    assert (proc.stdin, proc.stdout, proc.stderr, proc.tty_fd) == \
+        (None, None, None, None)

@@ -1,0 +1,145 @@
+"""plasmid.connect.spawn: the first stage, and clean failures of connect()."""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+import plasmid
+from plasmid.connect import local, spawn, ssh, sudo
+from testbed.ports import free_port
+from testbed.pythons import require_python
+
+# Python 2.7-compatible payload: the first stage runs it with exec().
+PAYLOAD = (b"import os, sys\n"
+           b"text = 'payload ran on %d.%d' % sys.version_info[:2]\n"
+           b"os.write(1, text.encode('ascii'))\n")
+
+
+def _run_first_stage(python, stdin: bytes, blob_size: int):
+    argv = spawn.boot_argv(python, blob_size)
+    return subprocess.run(argv, input=stdin, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13', 'master'])
+def test_first_stage_runs_blob_from_stdin(version: str) -> None:
+    python = sys.executable if version == 'master' else \
+        require_python(version)
+    expected = '%d.%d' % sys.version_info[:2] if version == 'master' \
+        else version
+    blob = zlib.compress(PAYLOAD)
+    result = _run_first_stage(python, blob, len(blob))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == spawn.READY + b'payload ran on ' + \
+        expected.encode()
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_first_stage_gives_up_on_short_input(version: str) -> None:
+    # The parent went away mid-blob: exit, never exec a truncated blob.
+    blob = zlib.compress(PAYLOAD)
+    result = _run_first_stage(require_python(version), blob[:-3], len(blob))
+    assert result.returncode == 1
+    assert result.stdout == spawn.READY
+
+
+def test_boot_argv_shape() -> None:
+    argv = spawn.boot_argv('python3', 1234)
+    assert argv[:2] == ['python3', '-c']
+    assert len(argv) == 3
+    # A list python_path (an interpreter with options) is kept whole.
+    argv = spawn.boot_argv(['env', 'python3', '-u'], 1234)
+    assert argv[:4] == ['env', 'python3', '-u', '-c']
+    # Plain ASCII: it travels through ssh and a remote shell.
+    assert argv[-1].isascii()
+
+
+def test_method_argv_ends_with_boot_argv() -> None:
+    boot = spawn.boot_argv('python3', 10)
+    assert local.argv({}, boot) == boot
+    sudo_argv = sudo.argv({'username': 'plasmid-b'}, boot)
+    assert sudo_argv[0] == 'sudo' and sudo_argv[-len(boot) - 1:] == \
+        ['--'] + boot
+    assert sudo_argv[sudo_argv.index('-u') + 1] == 'plasmid-b'
+    ssh_argv = ssh.argv({'hostname': 'example.invalid', 'port': 2222,
+                         'username': 'u'}, boot)
+    assert ssh_argv[0] == 'ssh'
+    assert ssh_argv[-2] == 'example.invalid'
+    # The remote shell turns the command back into exactly boot_argv.
+    assert shlex.split(ssh_argv[-1]) == boot
+    # No password: ssh must fail instead of prompting.
+    assert 'BatchMode=yes' in ssh_argv
+
+
+# ----------------------------------------------- failed connects leak nothing
+
+def _fd_count() -> int:
+    return len(os.listdir('/proc/self/fd'))
+
+
+def _children() -> dict[int, str]:
+    """{pid: state} of this process's children."""
+    me = os.getpid()
+    found = {}
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found[int(name)] = fields[0]
+    return found
+
+
+FAILURES = {
+    # Process() cannot even start the program.
+    'no program': dict(python_path='/nonexistent/plasmid/python'),
+    # The program starts, but exits without booting.
+    'exits': dict(python_path=[sys.executable, '-c', 'raise SystemExit(3)']),
+    # The program starts and never answers: killed at connect_timeout.
+    'silent': dict(python_path=[sys.executable, '-c',
+                                'import time; time.sleep(60)'],
+                   connect_timeout=1),
+}
+
+
+@pytest.mark.parametrize('case', sorted(FAILURES))
+def test_failed_local_connect_leaks_no_fd_and_no_zombie(case: str) -> None:
+    with plasmid.Router() as router:
+        fds = _fd_count()
+        children = _children()
+        with pytest.raises(plasmid.ConnectError):
+            router.local(**FAILURES[case])
+        assert _fd_count() == fds
+        assert _children() == children
+        assert router.streams == []
+        # The router is still fine for the next context.
+        ctx = router.local()
+        assert ctx.call(os.getpid) == ctx.info['pid']
+
+
+def test_failed_ssh_connect_leaks_no_fd_and_no_zombie() -> None:
+    # Needs no server: nothing listens on the port.
+    with plasmid.Router() as router:
+        fds = _fd_count()
+        children = _children()
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.ssh('127.0.0.1', port=free_port(),
+                       ssh_args=['-F', '/dev/null'])
+        assert 'Connection refused' in str(info.value)
+        assert _fd_count() == fds
+        assert _children() == children
+
+
+def test_timeout_message_names_the_timeout() -> None:
+    with plasmid.Router() as router:
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.local(**FAILURES['silent'])
+    assert 'no answer within 1s' in str(info.value)

@@ -1,0 +1,131 @@
+"""sudo contexts: through an ssh context on the test bed, and from here.
+
+The test bed's rules: plasmid-a may sudo to root without a password, to
+plasmid-b only with plasmid-a's own password, and to nobody not at all.
+"""
+from __future__ import annotations
+
+import pwd
+import sys
+from typing import Iterator
+
+import pytest
+
+import connect_fns
+import plasmid
+from testbed.pythons import require_python
+
+USER_A = 'plasmid-a'
+REAP_WAIT = 5.0
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+@pytest.fixture
+def user_a(sshd, router) -> plasmid.Context:
+    """An ssh context logged in as plasmid-a."""
+    return router.ssh(**sshd.ssh_kwargs())
+
+
+def _sudo_error(router: plasmid.Router, **kwargs) -> str:
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.sudo(**kwargs)
+    return str(info.value)
+
+
+def _assert_no_children_left(ctx: plasmid.Context) -> None:
+    """A failed sudo must leave no process behind under the intermediary,
+    and the intermediary must go on working."""
+    assert ctx.call(connect_fns.wait_no_children, REAP_WAIT) == []
+
+
+# ------------------------------------------------------- via an ssh context
+
+def test_sudo_to_root_without_password(router, user_a) -> None:
+    root = router.sudo(via=user_a)
+    who = root.call(connect_fns.identity)
+    assert who['uid'] == who['euid'] == 0
+    # The sudo process was started by plasmid-a's interpreter, not by us.
+    assert len(router.streams) == 1
+    assert root.info['pid'] == who['pid']
+
+
+def test_sudo_to_other_user_with_password(sshd, router, user_a) -> None:
+    other = router.sudo(username=sshd.sudo_password_user,
+                        password=sshd.password, via=user_a)
+    expected = pwd.getpwnam(sshd.sudo_password_user)
+    who = other.call(connect_fns.identity)
+    assert who['uid'] == who['euid'] == expected.pw_uid
+    # -H: the home is the target user's.
+    assert who['home'] == expected.pw_dir
+
+
+def test_sudo_needing_password_without_one(sshd, router, user_a) -> None:
+    message = _sudo_error(router, username=sshd.sudo_password_user,
+                          via=user_a)
+    assert 'password was asked for' in message
+    _assert_no_children_left(user_a)
+
+
+def test_sudo_wrong_password_is_refused(sshd, router, user_a) -> None:
+    message = _sudo_error(router, username=sshd.sudo_password_user,
+                          password='not-' + sshd.password, via=user_a)
+    assert 'refused' in message
+    _assert_no_children_left(user_a)
+
+
+def test_sudo_to_user_not_allowed(sshd, router, user_a) -> None:
+    # sudo authenticates before it reveals that the rule is missing, so
+    # give the right password to get to the actual refusal.
+    message = _sudo_error(router, username='nobody', password=sshd.password,
+                          via=user_a)
+    assert 'not allowed' in message
+    _assert_no_children_left(user_a)
+
+
+def test_failed_sudo_leaves_the_route_clean(sshd, router, user_a) -> None:
+    _sudo_error(router, username=sshd.sudo_password_user, via=user_a)
+    # A later sudo through the same intermediary still works.
+    root = router.sudo(via=user_a)
+    assert root.call(connect_fns.getuid) == 0
+
+
+# ---------------------------------------------------------- from the master
+
+def test_sudo_from_master_without_password() -> None:
+    # The tests run as root, so sudo needs no password here.
+    with plasmid.Router() as router:
+        ctx = router.sudo(username=USER_A)
+        assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
+        # Without python_path the master's own interpreter is used.
+        assert ctx.info['executable'] == sys.executable
+        (stream,) = router.streams
+        assert stream.process.argv[0] == 'sudo'
+
+
+# ------------------------------------------------- target Python versions
+
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13'])
+def test_target_python_over_ssh_and_sudo(sshd, router, version: str) -> None:
+    python = require_python(version)
+    expected = [int(part) for part in version.split('.')]
+    user = router.ssh(python_path=python, **sshd.ssh_kwargs())
+    # sudo via a context defaults to that context's interpreter.
+    root = router.sudo(via=user)
+    for ctx, uid in ((user, pwd.getpwnam(USER_A).pw_uid), (root, 0)):
+        assert ctx.call(connect_fns.version_info)[:2] == expected
+        assert ctx.info['version'][:2] == expected
+        assert ctx.call(connect_fns.getuid) == uid
+        # connect_fns is not on the target's path: the master sent it.
+        assert ctx.call(connect_fns.loader_name) == 'Importer'
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(connect_fns.fail, 'boom on %s' % version)
+        error = info.value
+        assert error.type_name.endswith('ValueError')
+        assert error.message == 'boom on %s' % version
+        assert 'connect_fns' in error.remote_traceback
+        assert 'in fail' in error.remote_traceback
