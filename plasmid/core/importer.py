@@ -177,12 +177,14 @@ class Importer(object):
         """Call ``callback(entry)`` once *name* is known; any thread.
 
         Names in *also* that are neither known nor asked for yet go in
-        the same request."""
+        the same request; if *name* is on its way already, its answer
+        may bring them, so they are not asked for (yet)."""
         with self.lock:
             entry = self.cache.get(name)
             if entry is None:
                 ask = [n for n in (name,) + tuple(also)
-                       if n not in self.cache and n not in self.waiting]
+                       if n not in self.cache and n not in self.waiting] \
+                    if name not in self.waiting else []
                 for other in ask:
                     self.waiting[other] = []
                 self.waiting[name].append(callback)
@@ -205,9 +207,13 @@ class Importer(object):
         with self.lock:
             self.cache[entry.name] = entry
             callbacks = self.waiting.pop(entry.name, [])
-            followers = self.followers.get(entry.for_name, ())
+            followers = set(self.followers.get(entry.for_name, ()))
             if entry.is_answer():
                 self.followers.pop(entry.name, None)
+            else:
+                # Children that asked for it by name: the parent sends a
+                # module once, so it may come only ahead of another one.
+                followers.update(self.followers.get(entry.name, ()))
         for child_id in list(followers):
             self._send_to_child(child_id, entry)
         if entry.is_answer():
@@ -240,6 +246,13 @@ class Importer(object):
                 continue
             with self.lock:
                 self.followers.setdefault(name, set()).add(child_id)
+                # Asked for already: pass on what came ahead of it so far
+                # (arrival order); the rest streams on as it arrives.
+                ahead = [e for e in self.cache.values()
+                         if e.for_name == name] \
+                    if name in self.waiting else []
+            for early in ahead:
+                self._send_to_child(child_id, early)
             upstream.append(name)
         if upstream:
             self.request(upstream, origin)
@@ -331,7 +344,13 @@ class Importer(object):
 
     def find_module(self, fullname, path=None):  # Python 2
         # Python 2 asks meta-path finders before its own import machinery,
-        # so leave whatever it can find itself to it.
+        # so leave whatever it can find itself to it.  Inside packages on
+        # this machine's disk (a non-empty __path__; ours have none),
+        # ``import os`` makes it probe ``pkg.os`` first: those probes are
+        # not ours to answer (the parent would say no, a round trip each).
+        parent = sys.modules.get(fullname.rpartition('.')[0])
+        if getattr(parent, '__path__', None):
+            return None
         if _found_by_python2(fullname, path) or \
                 self._entry_for(fullname) is None:
             return None

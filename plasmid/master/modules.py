@@ -354,6 +354,11 @@ class ModuleResponder:
         import goes on."""
         self.groups[(child, names[0])] = names
         for i, name in enumerate(names):
+            if name in self.sent.get(child, ()) and \
+                    name not in self.preinstalled:
+                # It went ahead of an earlier answer and is on its way:
+                # each module crosses each link once.
+                continue
             # On the first answer: it is the one the import waits for.
             self._answer(child, name, self._package_closure(name),
                          self._related(names) if i == 0 else [])

@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence, Union
 
 from plasmid.connect import spawn
 from plasmid.core.context import Context
-from plasmid.core.errors import ConnectError, ContextLost
+from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, LOG_RECORD,
@@ -55,7 +55,15 @@ class MasterContext(Context):
         """Ask the context to exit; with *wait*, until its process is gone."""
         if not self.is_alive():
             return
-        super().shutdown(wait=wait, timeout=timeout)
+        try:
+            super().shutdown(wait=wait, timeout=timeout)
+        except TimeoutError:
+            if self.stream is None or not self.stream.process:
+                raise  # started via another context: not ours to kill
+            # Still busy at the timeout, like Router.shutdown: kill our
+            # process; its stream then closes and it is lost at once.
+            self.stream.process.kill()
+            super().shutdown(wait=True, timeout=spawn.REAP_TIMEOUT)
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)

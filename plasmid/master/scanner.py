@@ -127,25 +127,62 @@ def dynamic_import_hints(code: types.CodeType) -> list[str]:
 _JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
 
 
-def _skipped_ranges(code: types.CodeType) -> list[tuple[int, int]]:
-    """Byte ranges that a forward jump can skip: the bodies of branches.
+_RETURNS = frozenset(dis.opmap[n] for n in ('RETURN_VALUE', 'RETURN_CONST')
+                     if n in dis.opmap)
+_NO_FALLTHROUGH = _RETURNS | frozenset(
+    dis.opmap[n] for n in ('RAISE_VARARGS', 'RERAISE', 'JUMP_FORWARD',
+                           'JUMP_BACKWARD', 'JUMP_ABSOLUTE',
+                           'JUMP_BACKWARD_NO_INTERRUPT') if n in dis.opmap)
 
-    ``SETUP_*`` (the start of a try block before 3.11) is not a branch:
-    the try body always runs, so imports there are not conditional.
+
+class _Flow:
+    """A code object's control flow, without exception edges.
+
+    An instruction is unconditional if every path from the start to a
+    return passes through it.  Exception edges are left out: a try body
+    always runs (``SETUP_*`` before 3.11 is no branch), an except handler
+    only when something failed.  Ranges skipped by forward jumps are not
+    enough: since 3.11 the last ``if`` of a module ends its first branch
+    with a copy of the final return, so no jump skips its ``else``.
     """
-    ranges = []
-    for instr in dis.get_instructions(code):
-        if instr.opcode in _JUMPS and not instr.opname.startswith('SETUP_') \
-                and isinstance(instr.argval, int) and \
-                instr.argval > instr.offset:
-            ranges.append((instr.offset, instr.argval))
-    return ranges
+
+    def __init__(self, code: types.CodeType) -> None:
+        instrs = list(dis.get_instructions(code))
+        self.index = {ins.offset: i for i, ins in enumerate(instrs)}
+        self.returns = {i for i, ins in enumerate(instrs)
+                        if ins.opcode in _RETURNS}
+        self.succ: list[list[int]] = []
+        for i, ins in enumerate(instrs):
+            nxt = []
+            if ins.opcode not in _NO_FALLTHROUGH and i + 1 < len(instrs):
+                nxt.append(i + 1)
+            if ins.opcode in _JUMPS and \
+                    not ins.opname.startswith('SETUP_') and \
+                    ins.argval in self.index:
+                nxt.append(self.index[ins.argval])
+            self.succ.append(nxt)
+
+    def always_runs(self, offset: int) -> bool:
+        """Can no run reach a return without passing *offset*?"""
+        avoid = self.index.get(offset)
+        if avoid is None:
+            return False
+        seen, stack = {0, avoid}, ([0] if avoid else [])
+        while stack:
+            i = stack.pop()
+            if i in self.returns:
+                return False
+            for j in self.succ[i]:
+                if j not in seen:
+                    seen.add(j)
+                    stack.append(j)
+        return True
 
 
 def _imports_in(code: types.CodeType,
                 classify: bool) -> Iterator[ImportStatement]:
     consts = code.co_consts
-    skipped = None if classify else []
+    flow = None
     recent: list = []  # the last two constants loaded
     raw = code.co_code
     extended = 0
@@ -160,9 +197,9 @@ def _imports_in(code: types.CodeType,
         elif op == _IMPORT_NAME:
             level, fromlist = (recent + [0, None])[:2] if len(recent) < 2 \
                 else recent[-2:]
-            if skipped is None:
-                skipped = _skipped_ranges(code)
-            conditional = any(start < offset < end for start, end in skipped)
+            if classify and flow is None:
+                flow = _Flow(code)
+            conditional = classify and not flow.always_runs(offset)
             yield ImportStatement(
                 code.co_names[arg],
                 fromlist if isinstance(fromlist, tuple) else (),

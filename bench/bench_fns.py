@@ -1,0 +1,40 @@
+"""Functions the benchmarks call in remote contexts.
+
+Module-level so that plasmid and Mitogen can both name them; the contexts
+fetch this module from the master on first use (the warm-up pays for that).
+Python 2.7-compatible on purpose, like any function meant for old targets.
+"""
+import os
+
+
+def noop():
+    pass
+
+
+def getpid():
+    return os.getpid()
+
+
+def executable():
+    import sys
+    return sys.executable
+
+
+def time_command(argv, times):
+    """Run *argv* *times* times here; return each run's wall time in seconds.
+
+    Measures a program's own cost on the target (e.g. sudo + python
+    start-up) without any network or tool in between.
+    """
+    import subprocess
+    import time
+    null = open(os.devnull, 'r+b')
+    try:
+        out = []
+        for _ in range(times):
+            start = time.time()
+            subprocess.check_call(argv, stdin=null, stdout=null, stderr=null)
+            out.append(time.time() - start)
+        return out
+    finally:
+        null.close()

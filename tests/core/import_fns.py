@@ -1,0 +1,349 @@
+"""Functions the import tests call inside contexts, and the package trees
+those tests write.
+
+Contexts fetch this module from the master by name, so it must stay valid
+Python 2.7 (no f-strings, no annotations) and import only the standard
+library: every module it pulls in would show up in the counters.
+"""
+from __future__ import absolute_import
+
+import importlib
+import os
+import sys
+import threading
+
+
+def _importer():
+    from plasmid.core import child
+    return child.current.importer
+
+
+def import_facts(name):
+    """Import *name*; how it got here and where it claims to live."""
+    module = importlib.import_module(name)
+    loader = getattr(module, '__loader__', None)
+    return {
+        'name': module.__name__,
+        'file': getattr(module, '__file__', None),
+        'loader': type(loader).__name__,
+        'cached': getattr(module, '__cached__', None),
+        'code_filename': _code_filename(module),
+    }
+
+
+def _code_filename(module):
+    """co_filename of a function defined at the module's top level."""
+    for value in vars(module).values():
+        code = getattr(value, '__code__', None)
+        if code is not None and getattr(value, '__module__', None) == \
+                module.__name__:
+            return code.co_filename
+    return None
+
+
+def loaded_modules(prefix):
+    """Names of loaded modules in package *prefix* (itself included)."""
+    return sorted(n for n, m in sys.modules.items()
+                  if m is not None and
+                  (n == prefix or n.startswith(prefix + '.')))
+
+
+def loaded_by_importer():
+    """Names of every loaded module that the parent supplied."""
+    importer = _importer()
+    return sorted(n for n, m in sys.modules.items()
+                  if m is not None and
+                  getattr(m, '__loader__', None) is importer)
+
+
+def stdlib_names():
+    """The target's own standard library module names (3.10+), else []."""
+    return sorted(getattr(sys, 'stdlib_module_names', ()))
+
+
+def module_file(name):
+    module = importlib.import_module(name)
+    return getattr(module, '__file__', None)
+
+
+def source_of(name):
+    """The source the importer compiled *name* from."""
+    importlib.import_module(name)
+    return _importer().get_source(name)
+
+
+def arrival_order():
+    """Names of modules received (positive answers), in arrival order."""
+    return [name for name, entry in _importer().cache.items()
+            if entry.source is not None]
+
+
+def negative_names():
+    """Names this context knows its parent cannot serve."""
+    return sorted(name for name, entry in _importer().cache.items()
+                  if entry.source is None)
+
+
+def attribute(module_name, attr):
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def try_import(name):
+    """None if *name* imports, else the ImportError's message."""
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def import_in_threads(name, count=20):
+    """*count* threads import *name* at the same moment.
+
+    Returns the distinct module ids they got and the errors they hit."""
+    start = threading.Event()
+    results = []
+    lock = threading.Lock()
+
+    def run():
+        start.wait()
+        try:
+            module = importlib.import_module(name)
+            outcome = ('ok', id(module))
+        except Exception as exc:  # reported, not raised: count them all
+            outcome = ('error', repr(exc))
+        with lock:
+            results.append(outcome)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    start.set()
+    for thread in threads:
+        thread.join(60)
+    ids = sorted(set(v for kind, v in results if kind == 'ok'))
+    errors = [v for kind, v in results if kind == 'error']
+    return {'finished': len(results), 'ids': len(ids), 'errors': errors}
+
+
+def requests_facts():
+    import requests
+    return {'get_callable': callable(requests.get),
+            'version': requests.__version__,
+            'file': requests.__file__}
+
+
+def django_facts():
+    import django.db.models
+    model = getattr(django.db.models, 'Model', None)
+    return {'has_model': isinstance(model, type),
+            'model_module': getattr(model, '__module__', None),
+            'file': django.db.models.__file__}
+
+
+def certifi_where():
+    """certifi.where() and the first line of the bundle it names."""
+    import certifi
+    path = certifi.where()
+    with open(path, 'rb') as handle:
+        head = handle.read(64)
+    return path, head
+
+
+def get_data(package, resource):
+    """pkgutil.get_data(): ('data', [byte values]) or ('error', type name).
+
+    Byte values, because a Python 2 ``str`` reaches the master as text."""
+    import pkgutil
+    try:
+        return 'data', list(bytearray(pkgutil.get_data(package, resource)))
+    except (IOError, OSError) as exc:
+        return 'error', type(exc).__name__
+
+
+def resource_facts(package, relpath):
+    """What importlib.resources.files() reports for one path (3.9+)."""
+    import importlib.resources
+    importlib.import_module(package)
+    path = importlib.resources.files(package)
+    for part in relpath.split('/'):
+        if part:
+            path = path.joinpath(part)
+    facts = {'is_file': path.is_file(), 'is_dir': path.is_dir(),
+             'name': path.name}
+    if facts['is_file']:
+        facts['bytes'] = path.read_bytes()
+        facts['text'] = path.read_text()
+        with path.open('rb') as handle:
+            facts['open_rb'] = handle.read()
+        with path.open('r') as handle:
+            facts['open_r'] = handle.read()
+    if facts['is_dir']:
+        facts['children'] = sorted(p.name for p in path.iterdir())
+    return facts
+
+
+def resource_error(package, relpath):
+    """The type name of the error reading *relpath* raises, or None."""
+    import importlib.resources
+    importlib.import_module(package)
+    path = importlib.resources.files(package)
+    try:
+        path.joinpath(relpath).read_bytes()
+    except Exception as exc:
+        return type(exc).__name__
+    return None
+
+
+def legacy_resources(package, resource):
+    """importlib.resources' older functions (read_binary, contents...)."""
+    import importlib.resources as resources
+    import warnings
+    importlib.import_module(package)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        return {
+            'read_binary': resources.read_binary(package, resource),
+            'is_resource': resources.is_resource(package, resource),
+            'contents': sorted(resources.contents(package)),
+        }
+
+
+def data_requests():
+    """The (package, path) pairs this context asked its parent for."""
+    return sorted(_importer().data)
+
+
+def environment():
+    import tempfile
+    return {'HOME': os.environ.get('HOME'), 'TMPDIR': os.environ.get('TMPDIR'),
+            'tempdir': tempfile.gettempdir(),
+            'dont_write_bytecode': sys.dont_write_bytecode}
+
+
+def version():
+    return '%d.%d.%d' % sys.version_info[:3]
+
+
+def has_site_packages():
+    return any('site-packages' in p for p in sys.path)
+
+
+# ------------------------------------------------------------ test trees
+# Written under a test's tmp_path, which the test puts on the master's
+# sys.path.  Every module is valid Python 2.7 and 3.x.
+
+TREE = {
+    # The root pulls in everything below, except unused.py and lazy.py's
+    # function-level import.
+    'imptree/__init__.py': """
+        from __future__ import absolute_import
+        from . import core
+        from .sub import leaf
+        from . import cond
+        from . import optional
+        from . import lazy
+        NAME = 'imptree'
+        """,
+    'imptree/core.py': """
+        from __future__ import absolute_import
+        import os
+        from . import cyc_a
+        def where():
+            return os.path.basename(__file__)
+        """,
+    # A cycle: each imports the other at module level.
+    'imptree/cyc_a.py': """
+        from __future__ import absolute_import
+        import imptree.cyc_b
+        VALUE = 'a'
+        def partner():
+            return imptree.cyc_b.VALUE
+        """,
+    'imptree/cyc_b.py': """
+        import imptree.cyc_a
+        VALUE = 'b'
+        def partner():
+            return imptree.cyc_a.VALUE
+        """,
+    'imptree/helpers.py': """
+        def double(x):
+            return 2 * x
+        """,
+    'imptree/sub/__init__.py': "",
+    'imptree/sub/leaf.py': """
+        from .. import helpers
+        from ..sub.deep import deepmod
+        from . import sibling
+        RESULT = helpers.double(deepmod.BASE)
+        """,
+    'imptree/sub/sibling.py': "X = 1\n",
+    'imptree/sub/deep/__init__.py': "from .deepmod import BASE\n",
+    'imptree/sub/deep/deepmod.py': "BASE = 21\n",
+    # A conditional import: which branch runs depends on the target.
+    'imptree/cond.py': """
+        import sys
+        if sys.version_info[0] >= 3:
+            from . import only3 as flavour
+        else:
+            from . import only2 as flavour
+        """,
+    'imptree/only3.py': "NAME = 'py3'\n",
+    'imptree/only2.py': "NAME = 'py2'\n",
+    # Optional dependencies nobody can serve.
+    'imptree/optional.py': """
+        try:
+            import imptree_missing_dependency
+        except ImportError:
+            imptree_missing_dependency = None
+        try:
+            from imptree_missing_pkg.sub import thing
+        except ImportError:
+            thing = None
+        """,
+    'imptree/lazy.py': """
+        def later():
+            from . import unused
+            return unused
+        """,
+    'imptree/unused.py': "raise RuntimeError('imptree.unused was run')\n",
+    'imptree/data/greeting.txt': "hello from imptree\n",
+    'imptree/data/nested/deeper.txt': "deeper\n",
+}
+
+# What importing imptree runs, on Python 3 / Python 2 targets.
+TREE_COMMON = ['imptree', 'imptree.cond', 'imptree.core', 'imptree.cyc_a',
+               'imptree.cyc_b', 'imptree.helpers', 'imptree.lazy',
+               'imptree.optional', 'imptree.sub', 'imptree.sub.deep',
+               'imptree.sub.deep.deepmod', 'imptree.sub.leaf',
+               'imptree.sub.sibling']
+TREE_IMPORTED_PY3 = sorted(TREE_COMMON + ['imptree.only3'])
+TREE_IMPORTED_PY2 = sorted(TREE_COMMON + ['imptree.only2'])
+
+
+def write_tree(root, files):
+    """Write {relative path: text} under *root*."""
+    import textwrap
+    for relpath, text in files.items():
+        path = os.path.join(root, *relpath.split('/'))
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+        with open(path, 'w') as handle:
+            handle.write(textwrap.dedent(text).lstrip('\n'))
+
+
+def tree_facts():
+    """Values computed while importing imptree: proof that it ran."""
+    import imptree
+    from imptree import cond, cyc_a, cyc_b, optional
+    from imptree.sub import leaf
+    return {
+        'name': imptree.NAME,
+        'leaf': leaf.RESULT,
+        'cycle': [cyc_a.partner(), cyc_b.partner()],
+        'flavour': cond.flavour.NAME,
+        'optional': [optional.imptree_missing_dependency, optional.thing],
+        'where': imptree.core.where(),
+    }
+

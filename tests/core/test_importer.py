@@ -1,0 +1,523 @@
+"""Contexts import what they lack from their parent, counted per context.
+
+Each test reads the importer's own counters (plasmid.core.importer.stats(),
+called in the context) and the master's per-link LOAD_MODULE counts
+(router.responder.messages_sent): requests sent upstream, modules
+received, modules received but never imported.  Nothing here is timed.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import platform
+import sys
+import sysconfig
+import zlib
+from typing import Iterator
+
+import pytest
+
+import import_fns
+import plasmid
+from plasmid.core import importer
+from testbed.pythons import require_python
+
+# A context without the master's site-packages: requests and django are
+# installed for the master only, so this target must fetch them.
+BARE = [sys.executable, '-S']
+FNS = import_fns.__name__
+
+
+@contextlib.contextmanager
+def on_master_path(root: str, *packages: str) -> Iterator[str]:
+    """Put *root* on the master's sys.path; undo it, and forget the
+    modules of *packages* the master imported, afterwards."""
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+    try:
+        yield root
+    finally:
+        sys.path.remove(root)
+        sys.path_importer_cache.pop(root, None)
+        for name in list(sys.modules):
+            if name.partition('.')[0] in packages:
+                del sys.modules[name]
+
+
+@pytest.fixture
+def tree(tmp_path) -> Iterator[str]:
+    """imptree (see import_fns.TREE), importable by the master only."""
+    root = str(tmp_path / 'tree')
+    import_fns.write_tree(root, import_fns.TREE)
+    with on_master_path(root, 'imptree'):
+        yield root
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def requests_about(stats: dict, package: str) -> list[list[str]]:
+    """The requests a context sent that name *package* or its modules."""
+    return [names for names in stats['requested']
+            if any(n == package or n.startswith(package + '.')
+                   for n in names)]
+
+
+def _source(root: str, module: str) -> str:
+    path = os.path.join(root, *module.split('.'))
+    if os.path.isdir(path):
+        path = os.path.join(path, '__init__')
+    with open(path + '.py') as handle:
+        return handle.read()
+
+
+def tree_modules(root: str) -> list[str]:
+    """Every module of imptree on disk (imported or not)."""
+    found = []
+    for dirpath, _, files in os.walk(os.path.join(root, 'imptree')):
+        package = os.path.relpath(dirpath, root).replace(os.sep, '.')
+        for name in files:
+            if name == '__init__.py':
+                found.append(package)
+            elif name.endswith('.py'):
+                found.append(package + '.' + name[:-3])
+    return sorted(found)
+
+
+# ------------------------------------------------------- a package tree
+
+
+def test_tree_the_master_has_imported_costs_one_request(
+        router: plasmid.Router, tree: str) -> None:
+    # The master ran the tree's conditionals itself, so it knows which
+    # branch modules a Python 3 target needs too.
+    import imptree  # noqa: F401
+    ctx = router.local()
+    facts = ctx.call(import_fns.tree_facts)
+    assert facts == {'name': 'imptree', 'leaf': 42, 'cycle': ['b', 'a'],
+                     'flavour': 'py3', 'optional': [None, None],
+                     'where': 'core.py'}
+    loaded = ctx.call(import_fns.loaded_modules, 'imptree')
+    assert loaded == import_fns.TREE_IMPORTED_PY3
+    stats = ctx.call(importer.stats)
+    assert stats['requested'] == [[FNS], ['imptree']]
+    assert stats['requests_sent'] == 2
+    # Exactly the modules that ran arrived (plus this test's own module).
+    assert stats['modules_received'] == len(loaded) + 1
+    assert stats['never_imported'] == []
+    # Source travels compressed: at least the compressed text arrived.
+    packed = sum(len(zlib.compress(_source(tree, m).encode(), 6))
+                 for m in loaded)
+    assert stats['bytes_received'] > packed
+
+
+def test_tree_the_master_never_imported(router: plasmid.Router,
+                                        tree: str) -> None:
+    # Without the master's own run, a branch import is not certain: the
+    # branch the target takes costs one request, the other is never sent.
+    ctx = router.local()
+    facts = ctx.call(import_fns.tree_facts)
+    assert facts['leaf'] == 42 and facts['flavour'] == 'py3'
+    loaded = ctx.call(import_fns.loaded_modules, 'imptree')
+    assert loaded == import_fns.TREE_IMPORTED_PY3
+    stats = ctx.call(importer.stats)
+    assert requests_about(stats, 'imptree') == [['imptree'],
+                                                ['imptree.only3']]
+    # The optional dependencies were answered negatively ahead of time.
+    assert requests_about(stats, 'imptree_missing_dependency') == []
+    assert requests_about(stats, 'imptree_missing_pkg') == []
+    assert stats['never_imported'] == []
+    assert stats['modules_received'] == len(loaded) + 1
+    # Nothing of the tree that did not run crossed the link.
+    sent = {m for (cid, m) in router.responder.messages_sent
+            if cid == ctx.context_id}
+    never_run = set(tree_modules(tree)) - set(loaded)
+    assert never_run >= {'imptree.unused', 'imptree.only2'}
+    assert sent & never_run == set()
+
+
+def test_each_module_crosses_the_link_once(router: plasmid.Router,
+                                           tree: str) -> None:
+    ctx = router.local()
+    ctx.call(import_fns.tree_facts)
+    ctx.call(import_fns.tree_facts)  # already there: no new traffic
+    counts = {m: n for (cid, m), n in router.responder.messages_sent.items()
+              if cid == ctx.context_id and m.startswith('imptree')}
+    assert sorted(counts) == import_fns.TREE_IMPORTED_PY3
+    assert set(counts.values()) == {1}
+
+
+@pytest.mark.parametrize('name', ['imptree.sub.leaf', 'imptree.optional'])
+def test_importing_a_submodule_first(router: plasmid.Router, tree: str,
+                                     name: str) -> None:
+    # ``import a.b.c`` asks for a, a.b and a.b.c in one request; a's
+    # answer already brings a.b.c when a imports it.
+    ctx = router.local()
+    assert ctx.call(import_fns.import_facts, name)['loader'] == 'Importer'
+    stats = ctx.call(importer.stats)
+    assert requests_about(stats, 'imptree')[0][0] == 'imptree'
+    counts = {m: n for (cid, m), n in router.responder.messages_sent.items()
+              if cid == ctx.context_id}
+    assert {m for m, n in counts.items() if n > 1} == set()
+
+
+def test_optional_dependency_stays_missing_without_a_request(
+        router: plasmid.Router, tree: str) -> None:
+    ctx = router.local()
+    ctx.call(import_fns.tree_facts)
+    before = ctx.call(importer.stats)['requests_sent']
+    # The answer for imptree already said the master cannot serve it.
+    assert {'imptree_missing_dependency', 'imptree_missing_pkg'} <= \
+        set(ctx.call(import_fns.negative_names))
+    error = ctx.call(import_fns.try_import, 'imptree_missing_dependency')
+    assert 'imptree_missing_dependency' in error
+    assert ctx.call(importer.stats)['requests_sent'] == before
+
+
+def test_modules_are_compiled_from_source_on_the_target(
+        router: plasmid.Router, tree: str) -> None:
+    ctx = router.local()
+    facts = ctx.call(import_fns.import_facts, 'imptree.core')
+    path = os.path.join(tree, 'imptree', 'core.py')
+    assert facts['loader'] == 'Importer'
+    assert facts['file'] == path            # the master's path, for tracebacks
+    assert facts['cached'] is None          # no bytecode file anywhere
+    assert facts['code_filename'] == path   # compiled there from that text
+    with open(path) as handle:
+        assert ctx.call(import_fns.source_of, 'imptree.core') == \
+            handle.read()
+    # The context compiled in memory: no bytecode cache appeared on disk.
+    assert not [d for d, _, _ in os.walk(tree) if '__pycache__' in d]
+
+
+def test_master_only_code_is_refused(router: plasmid.Router) -> None:
+    # A bare target: plasmid is not installed there (only its core, which
+    # every context boots with).
+    ctx = router.local(python_path=BARE)
+    error = ctx.call(import_fns.try_import, 'plasmid.master.modules')
+    assert error is not None and 'plasmid.master' in error
+
+
+# --------------------------------------------- third-party distributions
+
+
+@pytest.mark.parametrize('module, facts_fn, check', [
+    ('requests', import_fns.requests_facts,
+     lambda f: f['get_callable']),
+    ('django.db.models', import_fns.django_facts,
+     lambda f: f['has_model'] and
+     f['model_module'] == 'django.db.models.base'),
+])
+def test_distribution_missing_on_the_target(router: plasmid.Router,
+                                            module: str, facts_fn,
+                                            check) -> None:
+    ctx = router.local(python_path=BARE)
+    assert ctx.call(import_fns.has_site_packages) is False
+    baseline = ctx.call(importer.stats)
+    facts = ctx.call(facts_fn)
+    assert check(facts), facts
+    # It is the master's copy (its site-packages path).
+    site = os.path.dirname(os.path.dirname(
+        importlib.util.find_spec('requests').origin))
+    assert facts['file'].startswith(site + os.sep)
+    stats = ctx.call(importer.stats)
+    new_requests = stats['requested'][len(baseline['requested']):]
+    print('%s: requests %s, %d modules, %d bytes, never imported %s' % (
+        module, new_requests, stats['modules_received'],
+        stats['bytes_received'], stats['never_imported']))
+    assert 1 <= len(new_requests) <= 2, new_requests
+    sent = [n for (cid, m), n in router.responder.messages_sent.items()
+            if cid == ctx.context_id]
+    assert set(sent) == {1}  # each module crossed the link once
+    assert len(stats['never_imported']) < 0.1 * stats['modules_received']
+    # The target's own standard library was used, never replaced.
+    served = set(ctx.call(import_fns.loaded_by_importer))
+    stdlib = set(ctx.call(import_fns.stdlib_names))
+    assert {n.partition('.')[0] for n in served} & stdlib == set()
+    # ...and not even asked for: what the standard library tries and
+    # lacks here came as negative answers ahead of time.
+    asked = {n.partition('.')[0] for names in new_requests for n in names}
+    assert asked & stdlib == set()
+
+
+def test_modules_arrive_after_their_dependencies(
+        router: plasmid.Router) -> None:
+    ctx = router.local(python_path=BARE)
+    ctx.call(import_fns.django_facts)
+    order = ctx.call(import_fns.arrival_order)
+    position = {name: i for i, name in enumerate(order)}
+    graph = router.responder.graph
+    late = []
+    for name in order:
+        for dep in graph.edges(name).required:
+            # Within one package, dependencies come first, except where
+            # the two modules import each other (a cycle).
+            if dep in position and position[dep] > position[name] and \
+                    dep.partition('.')[0] == name.partition('.')[0] and \
+                    not _reaches(graph, dep, name):
+                late.append((name, dep))
+    assert late == [], late
+    assert len(order) > 50  # django.db.models really came from the master
+
+
+def _reaches(graph, start: str, goal: str) -> bool:
+    """Do *start*'s module-level imports lead back to *goal*?"""
+    seen, stack = {start}, [start]
+    while stack:
+        for dep in graph.edges(stack.pop()).required:
+            if dep == goal:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                stack.append(dep)
+    return False
+
+
+# ------------------------------------------------------------ chains
+
+
+def _chain_imports(router: plasmid.Router, python_path, concurrent: bool,
+                   call) -> tuple:
+    a = router.local(name='A')
+    b = router.local(via=a, name='B', python_path=python_path)
+    c = router.local(via=a, name='C', python_path=python_path)
+    if concurrent:
+        futures = [ctx.call_async(call) for ctx in (b, c)]
+        results = [f.result(60) for f in futures]
+    else:
+        results = [b.call(call), c.call(call)]
+    return a, b, c, results
+
+
+@pytest.mark.parametrize('python_path', [None, BARE], ids=['site', 'bare'])
+@pytest.mark.parametrize('concurrent', [False, True],
+                         ids=['one_by_one', 'at_once'])
+def test_intermediary_fetches_a_package_once(router: plasmid.Router,
+                                             tree: str, python_path,
+                                             concurrent: bool) -> None:
+    import imptree  # noqa: F401  (so that one request brings it all)
+    a, b, c, results = _chain_imports(router, python_path, concurrent,
+                                      import_fns.tree_facts)
+    assert results[0] == results[1] and results[0]['leaf'] == 42
+    for module in import_fns.TREE_IMPORTED_PY3:
+        assert router.responder.messages_sent[(a.context_id, module)] == 1, \
+            module
+    assert requests_about(a.call(importer.stats), 'imptree') == [['imptree']]
+    for child in (b, c):
+        stats = child.call(importer.stats)
+        assert requests_about(stats, 'imptree') == [['imptree']]
+        assert stats['never_imported'] == []
+    # B and C got their modules through A, never from the master directly.
+    direct = {cid for (cid, m) in router.responder.messages_sent}
+    assert direct == {a.context_id}
+
+
+@pytest.mark.parametrize('concurrent', [False, True],
+                         ids=['one_by_one', 'at_once'])
+def test_intermediary_children_ask_for_different_submodules(
+        router: plasmid.Router, tree: str, concurrent: bool) -> None:
+    # B's import asks for imptree, imptree.sub, imptree.sub.leaf at once;
+    # C asks for imptree.sub.deep, which comes ahead of imptree.
+    a = router.local(name='A')
+    b = router.local(via=a, name='B')
+    c = router.local(via=a, name='C')
+    calls = [(b, 'imptree.sub.leaf'), (c, 'imptree.sub.deep')]
+    if concurrent:
+        futures = [ctx.call_async(import_fns.import_facts, name)
+                   for ctx, name in calls]
+        facts = [f.result(30) for f in futures]
+    else:
+        facts = [ctx.call(import_fns.import_facts, name)
+                 for ctx, name in calls]
+    assert [f['name'] for f in facts] == ['imptree.sub.leaf',
+                                          'imptree.sub.deep']
+    to_a = {m: n for (cid, m), n in router.responder.messages_sent.items()
+            if cid == a.context_id and m.startswith('imptree')}
+    assert set(to_a) == set(import_fns.TREE_COMMON) | {'imptree.only3'}
+    assert set(to_a.values()) == {1}
+
+
+def test_intermediary_serves_bare_children_a_distribution_once(
+        router: plasmid.Router) -> None:
+    a, b, c, results = _chain_imports(router, BARE, True,
+                                      import_fns.requests_facts)
+    assert all(r['get_callable'] for r in results)
+    received = {m for (cid, m) in router.responder.messages_sent
+                if cid == a.context_id}
+    requests_modules = {m for m in received
+                        if m.partition('.')[0] in ('requests', 'urllib3')}
+    assert 'requests.api' in requests_modules
+    for module in requests_modules:
+        assert router.responder.messages_sent[(a.context_id, module)] == 1, \
+            module
+    stats_a = a.call(importer.stats)
+    assert len(requests_about(stats_a, 'requests')) == 1
+    assert len(requests_about(stats_a, 'urllib3')) == 1
+    for child in (b, c):
+        stats = child.call(importer.stats)
+        assert len(requests_about(stats, 'requests')) == 1
+        assert 1 <= len(stats['requested']) - 1 <= 2  # beyond import_fns
+
+
+# ------------------------------------------------------- many threads
+
+
+def test_twenty_threads_import_one_package(router: plasmid.Router,
+                                           tree: str) -> None:
+    ctx = router.local()
+    ctx.call(import_fns.version)  # import_fns arrives before the race
+    outcome = ctx.call(import_fns.import_in_threads, 'imptree', 20)
+    assert outcome == {'finished': 20, 'ids': 1, 'errors': []}
+    stats = ctx.call(importer.stats)
+    assert [names for names in stats['requested'] if 'imptree' in names] \
+        == [['imptree']]
+    assert ctx.call(import_fns.tree_facts)['leaf'] == 42
+
+
+def test_twenty_threads_import_a_distribution(router: plasmid.Router) -> None:
+    ctx = router.local(python_path=BARE)
+    ctx.call(import_fns.version)
+    outcome = ctx.call(import_fns.import_in_threads, 'requests', 20)
+    assert outcome == {'finished': 20, 'ids': 1, 'errors': []}
+    stats = ctx.call(importer.stats)
+    asked = [n for names in stats['requested'] for n in names]
+    assert len(asked) == len(set(asked)), stats['requested']
+    assert len(requests_about(stats, 'requests')) == 1
+
+
+# --------------------------------------------------- old target Pythons
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6'])
+def test_old_target_imports_the_tree(router: plasmid.Router, tree: str,
+                                     version: str) -> None:
+    import imptree  # noqa: F401  (the master resolves its branches)
+    ctx = router.local(python_path=require_python(version))
+    assert ctx.call(import_fns.version).startswith(version + '.')
+    facts = ctx.call(import_fns.tree_facts)
+    flavour = 'py2' if version == '2.7' else 'py3'
+    assert facts['leaf'] == 42 and facts['flavour'] == flavour
+    assert facts['cycle'] == ['b', 'a']
+    expected = import_fns.TREE_IMPORTED_PY2 if version == '2.7' \
+        else import_fns.TREE_IMPORTED_PY3
+    assert ctx.call(import_fns.loaded_modules, 'imptree') == expected
+    assert ctx.call(import_fns.import_facts, 'imptree.core')['loader'] == \
+        'Importer'
+    stats = ctx.call(importer.stats)
+    if version == '3.6':
+        assert requests_about(stats, 'imptree') == [['imptree']]
+        assert stats['never_imported'] == []
+    else:
+        # The master (Python 3) took the other branch of cond.py.
+        assert requests_about(stats, 'imptree') == [['imptree'],
+                                                    ['imptree.only2']]
+        assert stats['never_imported'] == ['imptree.only3']
+    # The target's own json, never the master's.
+    json_file = ctx.call(import_fns.module_file, 'json')
+    assert os.path.realpath(json_file).startswith(
+        os.path.dirname(os.path.dirname(require_python(version))))
+    assert requests_about(ctx.call(importer.stats), 'json') == []
+
+
+@pytest.mark.parametrize('version, syntax', [
+    ('2.7', "VALUE = f'{1 + 1}'\n"),
+    ('3.6', "if (VALUE := 2):\n    pass\n"),
+])
+def test_syntax_the_target_cannot_compile(router: plasmid.Router,
+                                          tmp_path, version: str,
+                                          syntax: str) -> None:
+    root = str(tmp_path / 'newsyntax')
+    import_fns.write_tree(root, {'newsyntax_mod.py': syntax})
+    with on_master_path(root, 'newsyntax_mod'):
+        ctx = router.local(python_path=require_python(version))
+        target = ctx.call(import_fns.version)
+        error = ctx.call(import_fns.try_import, 'newsyntax_mod')
+    assert error is not None
+    assert 'newsyntax_mod' in error
+    assert platform.python_version() in error   # the master's Python
+    assert target in error                        # the target's Python
+
+
+# ------------------------------------------------------ negative answers
+
+
+def test_missing_module_is_asked_for_once(router: plasmid.Router) -> None:
+    ctx = router.local()
+    name = 'imptree_no_such_module_anywhere'
+    first = ctx.call(import_fns.try_import, name)
+    second = ctx.call(import_fns.try_import, name)
+    assert name in first and name in second
+    stats = ctx.call(importer.stats)
+    assert requests_about(stats, name) == [[name]]
+
+
+def test_extension_module_is_refused(router: plasmid.Router,
+                                     tmp_path) -> None:
+    root = str(tmp_path / 'ext')
+    suffix = sysconfig.get_config_var('EXT_SUFFIX')
+    import_fns.write_tree(root, {'extpkg/__init__.py': 'VALUE = 1\n',
+                                 'extpkg/fast' + suffix: 'not an ELF'})
+    with on_master_path(root, 'extpkg'):
+        ctx = router.local()
+        assert ctx.call(import_fns.attribute, 'extpkg', 'VALUE') == 1
+        for _ in range(2):
+            error = ctx.call(import_fns.try_import, 'extpkg.fast')
+            assert error is not None and 'extpkg.fast' in error
+        stats = ctx.call(importer.stats)
+    assert requests_about(stats, 'extpkg.fast') == [['extpkg.fast']]
+    # The negative answer is cached on the master's side too.
+    assert router.responder.messages_sent[(ctx.context_id,
+                                           'extpkg.fast')] == 1
+
+
+def test_negative_answer_cached_by_an_intermediary(
+        router: plasmid.Router) -> None:
+    a = router.local(name='A')
+    b = router.local(via=a, name='B')
+    c = router.local(via=a, name='C')
+    name = 'imptree_missing_through_a_chain'
+    for child in (b, c, b):
+        assert name in child.call(import_fns.try_import, name)
+    assert router.responder.messages_sent[(a.context_id, name)] == 1
+    assert requests_about(a.call(importer.stats), name) == [[name]]
+    for child in (b, c):
+        assert requests_about(child.call(importer.stats), name) == [[name]]
+
+
+# -------------------------------------------------- the target's disk
+
+
+def test_nothing_is_written_to_the_target_disk(
+        router: plasmid.Router, tree: str, tmp_path,
+        monkeypatch) -> None:
+    home, tmp = tmp_path / 'home', tmp_path / 'tmp'
+    home.mkdir()
+    tmp.mkdir()
+    # The context inherits this environment; anything it wrote to a
+    # temporary file or a per-user cache would land in these.
+    monkeypatch.setenv('HOME', str(home))
+    monkeypatch.setenv('TMPDIR', str(tmp))
+    ctx = router.local(python_path=BARE)
+    env = ctx.call(import_fns.environment)
+    assert env['HOME'] == str(home) and env['tempdir'] == str(tmp)
+    before = sorted(_files(tree))
+    assert ctx.call(import_fns.tree_facts)['leaf'] == 42
+    # (Not requests: it asks certifi for a file path at import time.)
+    assert ctx.call(import_fns.django_facts)['has_model']
+    assert ctx.call(import_fns.get_data, 'imptree', 'data/greeting.txt') \
+        == ('data', list(b'hello from imptree\n'))
+    assert list(_files(str(home))) == []
+    assert list(_files(str(tmp))) == []
+    # The master's copy stays as it was: no .pyc written beside it.
+    assert sorted(_files(tree)) == before
+
+
+def _files(root: str) -> Iterator[str]:
+    for dirpath, dirnames, files in os.walk(root):
+        for name in files + dirnames:
+            yield os.path.join(dirpath, name)

@@ -1,0 +1,151 @@
+"""Package data of modules that came from the master: importlib.resources
+(where the target has it) and pkgutil.get_data, fetched from the master,
+never from outside the package."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from typing import Iterator
+
+import pytest
+
+import import_fns
+import plasmid
+from testbed.pythons import require_python
+
+BARE = [sys.executable, '-S']
+GREETING = b'hello from imptree\n'
+
+
+@contextlib.contextmanager
+def on_master_path(root: str, *packages: str) -> Iterator[str]:
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+    try:
+        yield root
+    finally:
+        sys.path.remove(root)
+        sys.path_importer_cache.pop(root, None)
+        for name in list(sys.modules):
+            if name.partition('.')[0] in packages:
+                del sys.modules[name]
+
+
+@pytest.fixture
+def tree(tmp_path) -> Iterator[str]:
+    root = str(tmp_path / 'tree')
+    import_fns.write_tree(root, import_fns.TREE)
+    with on_master_path(root, 'imptree'):
+        yield root
+
+
+@pytest.fixture
+def ctx(tree: str) -> Iterator[plasmid.Context]:
+    with plasmid.Router() as router:
+        yield router.local()
+
+
+def get_data(ctx: plasmid.Context, package: str, resource: str):
+    """pkgutil.get_data() in *ctx*: the bytes, or the error's type name."""
+    kind, value = ctx.call(import_fns.get_data, package, resource)
+    return bytes(value) if kind == 'data' else value
+
+
+# ------------------------------------------------- importlib.resources
+
+
+@pytest.mark.parametrize('version', [None, '3.9', '3.10', '3.12', '3.13'])
+def test_files_reads_a_data_file(tree: str, version) -> None:
+    python = require_python(version) if version else None
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        facts = ctx.call(import_fns.resource_facts, 'imptree',
+                         'data/greeting.txt')
+    assert facts == {'is_file': True, 'is_dir': False,
+                     'name': 'greeting.txt', 'bytes': GREETING,
+                     'text': GREETING.decode(), 'open_rb': GREETING,
+                     'open_r': GREETING.decode()}
+
+
+def test_files_lists_directories(ctx: plasmid.Context) -> None:
+    data = ctx.call(import_fns.resource_facts, 'imptree', 'data')
+    assert data['is_dir'] and not data['is_file']
+    assert data['children'] == ['greeting.txt', 'nested']
+    nested = ctx.call(import_fns.resource_facts, 'imptree',
+                      'data/nested/deeper.txt')
+    assert nested['bytes'] == b'deeper\n'
+    root = ctx.call(import_fns.resource_facts, 'imptree', '')
+    assert {'__init__.py', 'data', 'sub', 'cond.py'} <= \
+        set(root['children'])
+
+
+@pytest.mark.parametrize('version', [None, '3.7', '3.8'])
+def test_legacy_resource_functions(tree: str, version) -> None:
+    # Before 3.9 these go through the loader's resource reader directly.
+    python = require_python(version) if version else None
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        facts = ctx.call(import_fns.legacy_resources, 'imptree',
+                         'helpers.py')
+    with open(os.path.join(tree, 'imptree', 'helpers.py'), 'rb') as handle:
+        assert facts['read_binary'] == handle.read()
+    assert facts['is_resource'] is True
+    assert {'__init__.py', 'helpers.py', 'data'} <= set(facts['contents'])
+
+
+def test_missing_data_is_an_error_not_a_hang(ctx: plasmid.Context) -> None:
+    assert ctx.call(import_fns.resource_error, 'imptree',
+                    'data/nope.txt') == 'FileNotFoundError'
+
+
+@pytest.mark.parametrize('relpath', ['../../../../etc/passwd',
+                                     'data/escape'])
+def test_data_outside_the_package_is_refused(ctx: plasmid.Context,
+                                             tree: str,
+                                             relpath: str) -> None:
+    os.symlink('/etc/passwd', os.path.join(tree, 'imptree', 'data',
+                                           'escape'))
+    assert ctx.call(import_fns.resource_error, 'imptree', relpath) == \
+        'FileNotFoundError'
+    assert get_data(ctx, 'imptree', relpath) in (
+        'IOError', 'OSError', 'FileNotFoundError')
+
+
+def test_each_data_path_is_fetched_once(ctx: plasmid.Context) -> None:
+    for _ in range(3):
+        assert get_data(ctx, 'imptree', 'data/greeting.txt') == GREETING
+    # One cache entry per path asked for: repeated reads use it.
+    assert ctx.call(import_fns.data_requests) == [
+        ('imptree', 'data/greeting.txt')]
+
+
+# ------------------------------------------------------ pkgutil.get_data
+
+
+@pytest.mark.parametrize('version', [None, '3.6', '2.7'])
+def test_pkgutil_get_data(tree: str, version) -> None:
+    python = require_python(version) if version else None
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        assert get_data(ctx, 'imptree', 'data/greeting.txt') == GREETING
+        assert get_data(ctx, 'imptree.sub.deep', '__init__.py') == \
+            b'from .deepmod import BASE\n'
+        assert get_data(ctx, 'imptree', 'data/nope.txt') in (
+            'IOError', 'OSError')
+
+
+# ------------------------------------------------- a real distribution
+
+
+def test_certifi_bundle_in_a_bare_context() -> None:
+    certifi = pytest.importorskip('certifi')
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=BARE)
+        path, head = ctx.call(import_fns.certifi_where)
+    # certifi asks importlib.resources for a real path: it gets a
+    # temporary copy of the master's bundle (certifi's own choice).
+    with open(certifi.where(), 'rb') as handle:
+        assert head == handle.read(64)
+    assert path != certifi.where()

@@ -1,0 +1,149 @@
+"""Functions the runtime tests call inside contexts.
+
+Contexts import this module from the master (it is not on their path), so
+it must stay valid Python 2.7: no f-strings, no annotations.
+"""
+from __future__ import print_function
+
+import logging
+import os
+import sys
+import time
+
+# Calls run one at a time on the context's main thread, so a module-level
+# list shows the order in which they ran.
+RECORDED = []
+
+LOG = logging.getLogger('local_fns')
+
+
+def getpid():
+    return os.getpid()
+
+
+def getppid():
+    return os.getppid()
+
+
+def version_info():
+    return list(sys.version_info[:3])
+
+
+def loaded_by():
+    """How this module got here: (loader class name, __file__)."""
+    loader = globals().get('__loader__')
+    return type(loader).__name__, __file__
+
+
+def echo(value):
+    return value
+
+
+def add(a, b):
+    return a + b
+
+
+def record(value):
+    RECORDED.append(value)
+
+
+def recorded():
+    return list(RECORDED)
+
+
+def fail(message):
+    raise ValueError(message)
+
+
+def return_object():
+    return object()
+
+
+def busy_loop():
+    while True:
+        pass
+
+
+def sleep_then(seconds, value):
+    time.sleep(seconds)
+    return value
+
+
+def wait_for_file(path, value, timeout=60.0):
+    """Block until *path* exists: a remote call the test finishes at will."""
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise RuntimeError('%s never appeared' % path)
+        time.sleep(0.005)
+    return value
+
+
+class Tools(object):
+    @staticmethod
+    def multiply(a, b):
+        return a * b
+
+    @classmethod
+    def describe(cls, suffix):
+        return cls.__name__ + suffix
+
+    def instance_method(self):
+        return 'never called remotely'
+
+
+# ------------------------------------------------------------ output
+
+def chatter(count, tag):
+    """Interleave log records and print() lines; return *count*."""
+    log = logging.getLogger('local_fns.chatter')
+    for i in range(count):
+        log.warning('%s record %d', tag, i)
+        print('%s line %d' % (tag, i))
+    return count
+
+
+def log_levels(tag):
+    log = logging.getLogger('local_fns.levels')
+    log.debug('%s debug', tag)
+    log.info('%s info', tag)
+    log.warning('%s warning', tag)
+    log.error('%s error', tag)
+    return tag
+
+
+def print_to_stderr(text):
+    print(text, file=sys.stderr)
+    return text
+
+
+def log_exception(tag):
+    try:
+        raise KeyError(tag)
+    except KeyError:
+        logging.getLogger('local_fns.exc').exception('%s caught', tag)
+    return tag
+
+
+def system_echo(text, to_stderr=False):
+    """Output from a subprocess, straight to the inherited fd 1 or 2."""
+    return os.system('echo %s%s' % (text, to_stderr and ' >&2' or ''))
+
+
+def print_lines(count, tag):
+    for i in range(count):
+        print('%s %d' % (tag, i))
+
+
+def system_lines(count, tag):
+    """*count* lines written by a shell loop, not by Python."""
+    return os.system('i=0; while [ $i -lt %d ]; do echo "%s $i"; '
+                     'i=$((i+1)); done' % (count, tag))
+
+
+def log_then_sleep(count, seconds):
+    """Log *count* records, then keep the call running a while."""
+    for i in range(count):
+        LOG.warning('before sleep %d', i)
+    time.sleep(seconds)
+    return count

@@ -1,0 +1,211 @@
+"""Contexts die cleanly: lost processes fail their calls fast, shutdown
+ends stuck contexts, and no master exit leaves processes, zombies or fds."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterator
+
+import pytest
+
+import plasmid
+from testbed.procs import alive, wait_gone
+
+import local_fns
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'master_scripts')
+LOST_WITHIN = 5.0  # the bound the requirements set for noticing a loss
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def zombie_children() -> list[int]:
+    """Our own children that exited and were never reaped."""
+    me = str(os.getpid())
+    zombies = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] == 'Z':
+            zombies.append(int(name))
+    return zombies
+
+
+def fd_count() -> int:
+    return len(os.listdir('/proc/self/fd'))
+
+
+def expect_lost(fut: plasmid.Future) -> None:
+    with pytest.raises(plasmid.ContextLost):
+        fut.result(timeout=LOST_WITHIN)
+
+
+# ------------------------------------------------------- lost contexts
+
+def test_killed_context_fails_pending_and_later_calls(
+        router: plasmid.Router) -> None:
+    victim = router.local(name='victim')
+    bystander = router.local(name='bystander')
+    assert victim.call(local_fns.echo, 1) == 1
+    pending = victim.call_async(local_fns.sleep_then, 60, 'never')
+    os.kill(victim.info['pid'], signal.SIGKILL)
+    expect_lost(pending)
+    assert not victim.is_alive()
+    expect_lost(victim.call_async(local_fns.getpid))
+    with pytest.raises(plasmid.ContextLost):
+        victim.call_no_reply(local_fns.getpid)
+    assert bystander.call(local_fns.getpid) == bystander.info['pid']
+
+
+def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
+    top = router.local(name='top')
+    middle = router.local(name='middle', via=top)
+    bottom = router.local(name='bottom', via=middle)
+    sibling = router.local(name='sibling', via=top)
+    unrelated = router.local(name='unrelated')
+    # Calls are routed down the chain: each one's parent is the hop above.
+    assert bottom.call(local_fns.getppid) == middle.info['pid']
+    assert middle.call(local_fns.getppid) == top.info['pid']
+    assert sibling.call(local_fns.getppid) == top.info['pid']
+    assert bottom.call(local_fns.getpid) == bottom.info['pid']
+
+    pending = [middle.call_async(local_fns.sleep_then, 60, 'never'),
+               bottom.call_async(local_fns.sleep_then, 60, 'never')]
+    os.kill(middle.info['pid'], signal.SIGKILL)
+    for fut in pending:
+        expect_lost(fut)
+    for ctx in (middle, bottom):
+        expect_lost(ctx.call_async(local_fns.getpid))
+        with pytest.raises(plasmid.ContextLost):
+            ctx.call_no_reply(local_fns.getpid)
+    with pytest.raises(plasmid.ContextLost):
+        router.local(via=bottom)
+    # The bottom context lost its parent and must have ended itself.
+    assert wait_gone([bottom.info['pid']], LOST_WITHIN) == set()
+    for ctx in (top, sibling, unrelated):
+        assert ctx.call(local_fns.getpid) == ctx.info['pid']
+    # The surviving hop can still start new contexts below itself.
+    again = router.local(name='again', via=top)
+    assert again.call(local_fns.getppid) == top.info['pid']
+
+
+# ------------------------------------------------------------ shutdown
+
+@pytest.mark.parametrize('timeout', [10.0, 1.0])
+def test_shutdown_of_a_busy_context(router: plasmid.Router,
+                                    timeout: float) -> None:
+    ctx = router.local(name='spinner')
+    pid = ctx.info['pid']
+    stuck = ctx.call_async(local_fns.busy_loop)
+    started = time.monotonic()
+    ctx.shutdown(timeout=timeout)
+    # Within its timeout, plus a moment to kill and reap a stuck process.
+    assert time.monotonic() - started < timeout + 1.0
+    assert not ctx.is_alive()
+    assert not alive(pid)
+    expect_lost(stuck)
+    assert zombie_children() == []
+
+
+def test_shutdown_of_a_busy_via_context(router: plasmid.Router) -> None:
+    top = router.local(name='top')
+    below = router.local(name='below', via=top)
+    pid = below.info['pid']
+    below.call_no_reply(local_fns.busy_loop)
+    below.shutdown(timeout=10.0)
+    assert not below.is_alive()
+    assert wait_gone([pid], LOST_WITHIN) == set()
+    assert top.call(local_fns.echo, 'alive') == 'alive'
+
+
+# ----------------------------------------------------- master exits
+
+def read_line(proc: subprocess.Popen, timeout: float) -> str:
+    """The first stdout line of *proc*, or fail after *timeout*."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, 'the master script printed nothing'
+    return proc.stdout.readline()
+
+
+EXIT_MODES = {
+    # mode: (signal to send, expected return code, text expected on stderr)
+    'normal': (None, 0, ''),
+    'atexit': (None, 0, ''),
+    'exception': (None, 1, 'deliberate failure in the Router block'),
+    'exception-bare': (None, 1, 'deliberate failure without a Router'),
+    'sigterm': (signal.SIGTERM, -signal.SIGTERM, ''),
+    'sigint': (signal.SIGINT, -signal.SIGINT, 'KeyboardInterrupt'),
+}
+
+
+@pytest.mark.parametrize('mode', sorted(EXIT_MODES))
+def test_master_exit_leaves_no_context(mode: str, tmp_path) -> None:
+    send, want_rc, want_err = EXIT_MODES[mode]
+    errors = open(tmp_path / 'stderr', 'w+')
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(SCRIPTS, 'exit_modes.py'), mode],
+        stdout=subprocess.PIPE, stderr=errors, text=True)
+    try:
+        pids = json.loads(read_line(proc, 60))
+        assert len(pids) == 5
+        if send is not None:
+            proc.send_signal(send)
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        errors.seek(0)
+        stderr = errors.read()
+        errors.close()
+    assert rc == want_rc, stderr
+    assert want_err in stderr
+    # Whatever ended the master, every context (busy ones included) goes.
+    assert wait_gone(pids, LOST_WITHIN) == set()
+
+
+# --------------------------------------------------------------- leaks
+
+def test_many_connect_shutdown_cycles_leak_nothing(
+        router: plasmid.Router) -> None:
+    fds_before = fd_count()
+    pids = []
+    for _ in range(200):
+        ctx = router.local()
+        pid = ctx.call(local_fns.getpid)
+        assert pid == ctx.info['pid']
+        pids.append(pid)
+        ctx.shutdown()
+    assert len(set(pids)) == 200
+    assert [p for p in pids if alive(p)] == []
+    assert zombie_children() == []
+    assert fd_count() == fds_before
+    assert router.streams == []
+
+
+def test_many_router_cycles_leak_nothing() -> None:
+    fds_before = fd_count()
+    pids = []
+    for _ in range(50):
+        with plasmid.Router() as r:
+            ctx = r.local()
+            pids.append(ctx.call(local_fns.getpid))
+    assert len(set(pids)) == 50
+    assert [p for p in pids if alive(p)] == []
+    assert zombie_children() == []
+    assert fd_count() == fds_before

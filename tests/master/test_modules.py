@@ -1,0 +1,247 @@
+"""What the master serves (ModuleFinder), what it sends with what
+(ModuleGraph), and which package data it hands out (ModuleResponder)."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import sys
+import sysconfig
+from typing import Iterator
+
+import pytest
+
+# The package trees and remote functions live beside the importer tests.
+_CORE_TESTS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'core')
+if _CORE_TESTS not in sys.path:
+    sys.path.insert(0, _CORE_TESTS)
+
+import import_fns  # noqa: E402
+import plasmid  # noqa: E402
+from plasmid.master import bootstrap  # noqa: E402
+from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
+
+
+@contextlib.contextmanager
+def on_master_path(root: str, *packages: str) -> Iterator[str]:
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
+    try:
+        yield root
+    finally:
+        sys.path.remove(root)
+        sys.path_importer_cache.pop(root, None)
+        for name in list(sys.modules):
+            if name.partition('.')[0] in packages:
+                del sys.modules[name]
+
+
+@pytest.fixture
+def tree(tmp_path) -> Iterator[str]:
+    root = str(tmp_path / 'tree')
+    import_fns.write_tree(root, import_fns.TREE)
+    with on_master_path(root, 'imptree'):
+        yield root
+
+
+@pytest.fixture
+def finder() -> ModuleFinder:
+    return ModuleFinder()
+
+
+# ------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize('name', [
+    'json', 'asyncio', 'asyncio.events', 'logging.handlers',  # stdlib
+    '_json', 'math',            # stdlib extensions (lib-dynload)
+    'sys', 'builtins', '_imp',  # built into the interpreter
+    'plasmid.master', 'plasmid.master.modules', 'plasmid.cli',  # master only
+    '__main__', 'no_such_module_anywhere', 'requests.no_such_submodule',
+])
+def test_finder_refuses(finder: ModuleFinder, name: str) -> None:
+    entry = finder.find(name)
+    assert entry.source is None and entry.name == name
+
+
+def test_finder_refuses_an_extension_without_source(
+        finder: ModuleFinder, tmp_path) -> None:
+    root = str(tmp_path / 'ext')
+    suffix = sysconfig.get_config_var('EXT_SUFFIX')
+    import_fns.write_tree(root, {'extpkg/__init__.py': '',
+                                 'extpkg/fast' + suffix: 'not an ELF'})
+    with on_master_path(root, 'extpkg'):
+        assert finder.exists('extpkg.fast')  # the master could load it
+        assert finder.find('extpkg.fast').source is None
+        assert finder.find('extpkg').source == ''
+
+
+def test_finder_serves_the_pure_python_twin_of_an_extension(
+        finder: ModuleFinder) -> None:
+    # charset_normalizer (a requests dependency) ships md.py beside its
+    # compiled md.*.so.
+    pytest.importorskip('charset_normalizer')
+    entry = finder.find('charset_normalizer.md')
+    assert entry.source is not None and entry.filename.endswith('md.py')
+
+
+# --------------------------------------------------------- what it serves
+
+
+@pytest.mark.parametrize('name, is_pkg, tail', [
+    ('requests', True, os.path.join('requests', '__init__.py')),
+    ('requests.models', False, os.path.join('requests', 'models.py')),
+    ('plasmid.connect.ssh', False, os.path.join('connect', 'ssh.py')),
+])
+def test_finder_serves_third_party_source(finder: ModuleFinder, name: str,
+                                          is_pkg: bool, tail: str) -> None:
+    pytest.importorskip(name.partition('.')[0])
+    entry = finder.find(name)
+    assert entry.is_pkg is is_pkg
+    assert entry.filename.endswith(os.sep + tail)
+    with open(entry.filename, encoding='utf-8') as handle:
+        assert entry.source == handle.read()
+    assert finder.find(name) is entry  # cached
+
+
+def test_finder_does_not_import_what_it_serves(finder: ModuleFinder,
+                                               tree: str) -> None:
+    assert finder.find('imptree.unused').source.startswith('raise')
+    assert 'imptree' not in sys.modules
+
+
+def test_stdlib_is_known_but_not_served(finder: ModuleFinder) -> None:
+    assert finder.exists('json') and finder.exists('sys')
+    assert not finder.exists('no_such_module_anywhere')
+    assert finder.stdlib_path('json').endswith(
+        os.path.join('json', '__init__.py'))
+    pytest.importorskip('requests')
+    assert finder.stdlib_path('requests') is None
+
+
+# ------------------------------------------------------------ the graph
+
+
+def test_edges_of_the_tree(finder: ModuleFinder, tree: str) -> None:
+    graph = ModuleGraph(finder)
+    cond = graph.edges('imptree.cond')
+    assert cond.required == ['imptree']
+    assert sorted(cond.optional) == ['imptree.only2', 'imptree.only3']
+    assert 'sys' in cond.absent  # the target's own, never served
+    optional = graph.edges('imptree.optional')
+    assert {'imptree_missing_dependency', 'imptree_missing_pkg'} <= \
+        set(optional.absent)
+    leaf = graph.edges('imptree.sub.leaf')
+    assert {'imptree.helpers', 'imptree.sub.deep.deepmod',
+            'imptree.sub.sibling'} <= set(leaf.required)
+    # Function-level imports are lazy: not followed.
+    lazy = graph.edges('imptree.lazy')
+    assert 'imptree.unused' not in lazy.required + lazy.optional
+    assert graph.edges('imptree.cyc_a').required == ['imptree',
+                                                     'imptree.cyc_b']
+    assert 'imptree.cyc_a' in graph.edges('imptree.cyc_b').required
+
+
+def test_closure_before_and_after_the_master_imports(finder: ModuleFinder,
+                                                     tree: str) -> None:
+    order, absent = ModuleGraph(finder).closure('imptree')
+    assert order[-1] == 'imptree'
+    assert set(order) == set(import_fns.TREE_COMMON)  # no branch taken
+    assert {'imptree_missing_dependency', 'imptree_missing_pkg',
+            'os', 'sys'} <= set(absent)
+    # Once the master has run the tree, it knows which branch runs here.
+    import imptree  # noqa: F401
+    order, _ = ModuleGraph(finder).closure('imptree')
+    assert set(order) == set(import_fns.TREE_IMPORTED_PY3)
+
+
+def test_closure_of_a_submodule_starts_at_its_package(
+        finder: ModuleFinder, tree: str) -> None:
+    order, _ = ModuleGraph(finder).closure('imptree.sub.deep.deepmod')
+    assert order[-1] == 'imptree.sub.deep.deepmod'
+    assert 'imptree' in order and 'imptree.sub' in order
+
+
+def test_stdlib_probes_name_what_does_not_exist_here(
+        finder: ModuleFinder) -> None:
+    graph = ModuleGraph(finder)
+    probes = graph.stdlib_probes('subprocess')
+    assert probes and not any(finder.exists(p) for p in probes)
+    if sys.platform != 'win32':
+        assert '_winapi' in probes
+    assert graph.stdlib_probes('no_such_module_anywhere') == []
+
+
+# ------------------------------------------------------- package data
+
+
+@pytest.fixture
+def responder(tree: str) -> Iterator:
+    with plasmid.Router() as router:
+        yield router.responder
+
+
+def test_package_data_inside_the_package(responder, tree: str) -> None:
+    assert responder.package_data('imptree', 'data/greeting.txt') == \
+        ('file', b'hello from imptree\n')
+    assert responder.package_data('imptree', 'data') == \
+        ('dir', ['greeting.txt', 'nested'])
+    assert responder.package_data('imptree', 'data/nope.txt') == \
+        ('missing', None)
+    # Only packages have data; never the standard library's.
+    assert responder.package_data('imptree.helpers', 'data') == \
+        ('missing', None)
+    assert responder.package_data('json', '__init__.py') == \
+        ('missing', None)
+
+
+@pytest.mark.parametrize('relpath', [
+    '../../etc/passwd', '../' * 20 + 'etc/passwd', '/etc/passwd',
+    'data/../../imptree_outside.txt', '..',
+])
+def test_package_data_never_leaves_the_package(responder, tree: str,
+                                               relpath: str,
+                                               caplog) -> None:
+    with open(os.path.join(tree, 'imptree_outside.txt'), 'w') as handle:
+        handle.write('outside')
+    with caplog.at_level(logging.ERROR, 'plasmid.master.modules'):
+        assert responder.package_data('imptree', relpath) == \
+            ('missing', None)
+    assert any('outside package' in r.getMessage() for r in caplog.records)
+
+
+def test_package_data_symlinks(responder, tree: str) -> None:
+    data = os.path.join(tree, 'imptree', 'data')
+    os.symlink('/etc/passwd', os.path.join(data, 'escape_file'))
+    os.symlink('/etc', os.path.join(data, 'escape_dir'))
+    os.symlink('greeting.txt', os.path.join(data, 'alias.txt'))
+    assert responder.package_data('imptree', 'data/escape_file') == \
+        ('missing', None)
+    assert responder.package_data('imptree', 'data/escape_dir') == \
+        ('missing', None)
+    assert responder.package_data('imptree', 'data/escape_dir/passwd') == \
+        ('missing', None)
+    # A link that stays inside the package is just another name.
+    assert responder.package_data('imptree', 'data/alias.txt') == \
+        ('file', b'hello from imptree\n')
+
+
+# ------------------------------------------------------- what it sends
+
+
+def test_bootstrap_modules_are_never_sent() -> None:
+    # An intermediary needs plasmid.connect (not in the bootstrap) to
+    # start its child; plasmid.core came with the bootstrap.
+    core = {name for name, _, _ in bootstrap.core_modules()}
+    with plasmid.Router() as router:
+        # -S: plasmid is not installed where A runs, only its bootstrap.
+        a = router.local(name='A', python_path=[sys.executable, '-S'])
+        b = router.local(via=a, name='B')
+        assert b.call(import_fns.version)
+        sent = router.responder.messages_sent
+        to_a = {m: n for (cid, m), n in sent.items() if cid == a.context_id}
+    assert any(m.startswith('plasmid.connect') for m in to_a)
+    assert not set(to_a) & core
+    assert set(to_a.values()) == {1}

@@ -1,0 +1,216 @@
+"""The calling API against real local contexts: call, call_async,
+call_no_reply, as_completed, errors, and every target Python version."""
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+from typing import Iterator
+
+import pytest
+
+import plasmid
+from testbed.pythons import require_python
+
+import local_fns
+
+ALL_VERSIONS = ['2.7', '3.6', '3.7', '3.8', '3.9', '3.10', '3.11', '3.12',
+                '3.13']
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+@pytest.fixture
+def ctx(router: plasmid.Router) -> plasmid.Context:
+    return router.local(name='api')
+
+
+# ------------------------------------------------------------------ calls
+
+def test_call_returns_the_remote_result(ctx: plasmid.Context) -> None:
+    pid = ctx.call(local_fns.getpid)
+    assert pid == ctx.info['pid']
+    assert pid != os.getpid()
+    assert ctx.call(local_fns.add, 2, b=40) == 42
+    # Builtins and stdlib functions are called by name too.
+    assert ctx.call(os.getppid) == os.getpid()
+    assert ctx.call(local_fns.echo, {'k': [1, 2.5, (b'x', None)]}) == \
+        {'k': [1, 2.5, (b'x', None)]}
+
+
+def test_call_async_future(ctx: plasmid.Context, tmp_path) -> None:
+    release = str(tmp_path / 'release')
+    fut = ctx.call_async(local_fns.wait_for_file, release, 'finished')
+    assert isinstance(fut, plasmid.Future)
+    assert not fut.done()
+    # A timed-out wait raises both our and the builtin TimeoutError and
+    # leaves the future usable.
+    with pytest.raises(plasmid.TimeoutError):
+        fut.result(timeout=0.2)
+    with pytest.raises(builtins.TimeoutError):
+        fut.result(timeout=0.01)
+    assert not fut.done()
+    open(release, 'w').close()
+    assert fut.result(timeout=30) == 'finished'
+    assert fut.done()
+    assert fut.result() == 'finished'  # the outcome is kept
+
+
+def test_call_no_reply_burst_runs_in_order(ctx: plasmid.Context) -> None:
+    for i in range(1000):
+        ctx.call_no_reply(local_fns.record, i)
+    # Calls run one at a time in arrival order, so once this call answers
+    # every burst call has run.
+    assert ctx.call(local_fns.recorded) == list(range(1000))
+
+
+def test_as_completed_yields_in_completion_order(router: plasmid.Router,
+                                                 tmp_path) -> None:
+    contexts = [router.local(name='ac%d' % i) for i in range(3)]
+    paths = [str(tmp_path / ('go%d' % i)) for i in range(3)]
+    futures = [c.call_async(local_fns.wait_for_file, p, i)
+               for i, (c, p) in enumerate(zip(contexts, paths))]
+    order = [2, 0, 1]  # the order in which we let the calls finish
+    open(paths[order[0]], 'w').close()
+    seen = []
+    for fut in plasmid.as_completed(futures, timeout=60):
+        seen.append(fut.result())
+        if len(seen) < len(order):
+            open(paths[order[len(seen)]], 'w').close()
+    assert seen == order
+    assert all(f.done() for f in futures)
+
+
+def test_as_completed_timeout(ctx: plasmid.Context, tmp_path) -> None:
+    release = str(tmp_path / 'release')
+    done = ctx.call_async(local_fns.echo, 'quick')
+    stuck = ctx.call_async(local_fns.wait_for_file, release, 'late')
+    assert done.result(timeout=30) == 'quick'
+    yielded = []
+    with pytest.raises(plasmid.TimeoutError):
+        for fut in plasmid.as_completed([done, stuck], timeout=0.5):
+            yielded.append(fut)
+    assert yielded == [done]
+    assert not stuck.done()
+    open(release, 'w').close()
+    assert stuck.result(timeout=30) == 'late'
+
+
+def test_static_and_class_methods(ctx: plasmid.Context) -> None:
+    assert ctx.call(local_fns.Tools.multiply, 6, 7) == 42
+    assert ctx.call(local_fns.Tools.describe, '!') == 'Tools!'
+
+
+# ----------------------------------------------------------------- errors
+
+def test_remote_exception_becomes_call_error(ctx: plasmid.Context) -> None:
+    with pytest.raises(plasmid.CallError) as info:
+        ctx.call(local_fns.fail, 'the sky fell')
+    err = info.value
+    assert isinstance(err, plasmid.Error)
+    assert err.type_name == 'ValueError'
+    assert err.message == 'the sky fell'
+    assert 'local_fns' in err.remote_traceback
+    assert "raise ValueError(message)" in err.remote_traceback
+    text = str(err)
+    assert 'ValueError' in text and 'the sky fell' in text
+    assert 'raise ValueError(message)' in text
+    # The context survives its function's failure.
+    assert ctx.call(local_fns.add, 1, 1) == 2
+
+
+def test_remote_exception_via_future(ctx: plasmid.Context) -> None:
+    fut = ctx.call_async(local_fns.fail, 'async failure')
+    with pytest.raises(plasmid.CallError) as info:
+        fut.result(timeout=30)
+    assert info.value.type_name == 'ValueError'
+    assert fut.done()
+
+
+def _nested_function() -> int:
+    def inner() -> int:
+        return 1
+    return inner  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize('make_func, words', [
+    (lambda: (lambda: 1), 'lambda'),
+    (_nested_function, 'closures'),
+    (lambda: local_fns.Tools().instance_method, 'bound to an instance'),
+], ids=['lambda', 'closure', 'bound-method'])
+def test_unimportable_functions_fail_at_once(ctx: plasmid.Context,
+                                             make_func, words: str) -> None:
+    func = make_func()
+    for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
+        with pytest.raises(TypeError) as info:
+            send(func)
+        assert words in str(info.value)
+    # Nothing was sent: the context has run no call at all.
+    assert ctx.call(local_fns.recorded) == []
+
+
+def test_unsupported_argument_type(ctx: plasmid.Context) -> None:
+    for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
+        with pytest.raises(plasmid.Error) as info:
+            send(local_fns.record, object())
+        assert 'builtins.object' in str(info.value)
+    assert ctx.call(local_fns.recorded) == []
+
+
+def test_unsupported_return_type(ctx: plasmid.Context) -> None:
+    with pytest.raises(plasmid.CallError) as info:
+        ctx.call(local_fns.return_object)
+    assert 'object' in str(info.value)
+    assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
+
+
+def test_calls_to_a_shut_down_context_fail(router: plasmid.Router) -> None:
+    ctx = router.local()
+    ctx.shutdown()
+    assert not ctx.is_alive()
+    with pytest.raises(plasmid.ContextLost):
+        ctx.call(local_fns.getpid)
+    with pytest.raises(plasmid.ContextLost):
+        ctx.call_no_reply(local_fns.getpid)
+
+
+# --------------------------------------------------------- every version
+
+@pytest.mark.parametrize('version', ALL_VERSIONS)
+def test_every_target_python(version: str, caplog) -> None:
+    python = require_python(version)
+    caplog.set_level(logging.DEBUG, logger='plasmid.ctx')
+    name = 'py' + version
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python, name=name)
+        want = [int(x) for x in version.split('.')]
+        assert ctx.call(local_fns.version_info)[:2] == want
+        assert ctx.info['version'][:2] == want
+        # local_fns is not on the target's path: it came from the master.
+        loader, filename = ctx.call(local_fns.loaded_by)
+        assert loader == 'Importer'
+        assert filename == local_fns.__file__
+        assert ctx.call(local_fns.log_levels, 'v') == 'v'
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(local_fns.fail, 'on ' + version)
+        assert info.value.type_name == 'ValueError'
+        assert 'raise ValueError(message)' in info.value.remote_traceback
+        assert ctx.call(local_fns.chatter, 2, 'c') == 2
+    texts = [(r.plasmid_origin, r.levelno, r.getMessage())
+             for r in caplog.records if r.name == 'plasmid.ctx.' + name
+             and not r.plasmid_origin.startswith('plasmid')]
+    assert texts == [
+        ('local_fns.levels', logging.DEBUG, 'v debug'),
+        ('local_fns.levels', logging.INFO, 'v info'),
+        ('local_fns.levels', logging.WARNING, 'v warning'),
+        ('local_fns.levels', logging.ERROR, 'v error'),
+        ('local_fns.chatter', logging.WARNING, 'c record 0'),
+        ('stdout', logging.INFO, 'c line 0'),
+        ('local_fns.chatter', logging.WARNING, 'c record 1'),
+        ('stdout', logging.INFO, 'c line 1'),
+    ]
+
