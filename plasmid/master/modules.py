@@ -11,7 +11,10 @@ Preloading rules (measured in bench/imports.py, see docs/benchmarks.md):
   module-level imports reach, transitively, in dependency order.
 * Name the *other* packages those imports reach (``related``): the context
   checks which it lacks and asks for all of them in one batch, which the
-  master answers the same way.  Two requests load a whole dependency tree.
+  master answers the same way, adding the submodules of each package the
+  import needs.  Those need their package first, so they follow its
+  answer, which names them (``after``).  Two requests load a whole
+  dependency tree.
 * If the master has imported the module itself, its module-level
   conditionals have been resolved: only dependencies the master also
   loaded are sent.  Imports inside functions are never followed.
@@ -30,7 +33,7 @@ import sys
 import sysconfig
 import tokenize
 import zlib
-from typing import Optional
+from typing import Optional, Sequence
 
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.importer import ModuleEntry
@@ -41,7 +44,11 @@ from plasmid.master import bootstrap, scanner
 LOG = logging.getLogger('plasmid.master.modules')
 
 # Master-only packages; a context importing these gets ImportError.
-PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
+PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli',
+                    # the Ansible accelerator's controller side
+                    'plasmid.ansible.broker', 'plasmid.ansible.client',
+                    'plasmid.ansible.commands', 'plasmid.ansible.connection',
+                    'plasmid.ansible.payload', 'plasmid.ansible.wire')
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -371,15 +378,17 @@ class ModuleResponder:
         for name in self.groups.pop((child, origin), [origin]):
             needed += self.graph.closure(name)[0]
         for package in packages:
-            inside = [m for m in needed
-                      if m == package or m.startswith(package + '.')]
             own = self._package_closure(package)
-            self._answer(child, package, _unique(own + inside),
-                         self._related([package]))
+            # Submodules need their package: they follow its answer.
+            inside = [m for m in needed if m not in own and
+                      m.startswith(package + '.')]
+            self._answer(child, package, own, self._related([package]),
+                         inside)
 
     def _answer(self, child: int, name: str, modules: list[str],
-                related: list[str]) -> None:
-        """Send *modules* (dependency order) ahead of *name* itself."""
+                related: list[str], after: Sequence[str] = ()) -> None:
+        """Send *modules* (dependency order) ahead of *name* itself, and
+        *after* (modules that import it; dependency order) behind it."""
         sent = self.sent.setdefault(child, set(self.preinstalled))
         ahead = [m for m in modules if m != name]
         for module in ahead:
@@ -388,8 +397,14 @@ class ModuleResponder:
                 self._send(child, self.finder.find(module), for_name=name)
         _, absent = self.graph.closure(name)
         sent.add(name)
+        # Only what really follows: the context waits for each of these.
+        behind = [m for m in _unique(list(after)) if m not in sent]
+        sent.update(behind)
         self._send(child, self.finder.find(name), for_name=name,
-                   closure=ahead, related=related, absent=absent)
+                   closure=ahead, related=related, absent=absent,
+                   after=behind)
+        for module in behind:
+            self._send(child, self.finder.find(module), for_name=name)
 
     def _compressed(self, entry: ModuleEntry) -> Optional[bytes]:
         if entry.source is None:

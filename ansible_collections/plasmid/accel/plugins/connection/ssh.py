@@ -1,0 +1,161 @@
+# The plasmid accelerator's connection plugin.  ansible-core reads the
+# DOCUMENTATION below from this file's text to learn the plugin's options,
+# so it is written out here; the behaviour lives in plasmid.ansible.
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: ssh
+short_description: ssh with persistent interpreters and modules run from RAM
+description:
+  - Connects with the system OpenSSH client like C(ansible.builtin.ssh), but keeps
+    one Python interpreter per host, account and interpreter path for the whole run
+    and runs new-style Python modules in it from memory, forking it per task.
+  - Becoming another user with sudo happens once per run, not per task. Other become
+    methods run their commands exactly as given, through the login account's shell.
+  - Option names and their variables are those of C(ansible.builtin.ssh).
+author: plasmid developers
+version_added: "0.1.0"
+options:
+  host:
+    description: Host name or address to connect to.
+    default: inventory_hostname
+    type: string
+    vars:
+      - name: inventory_hostname
+      - name: ansible_host
+      - name: ansible_ssh_host
+  port:
+    description: Remote port sshd listens on.
+    type: int
+    ini:
+      - section: defaults
+        key: remote_port
+    env:
+      - name: ANSIBLE_REMOTE_PORT
+    vars:
+      - name: ansible_port
+      - name: ansible_ssh_port
+  remote_user:
+    description: Account to log in with.
+    type: string
+    ini:
+      - section: defaults
+        key: remote_user
+    env:
+      - name: ANSIBLE_REMOTE_USER
+    vars:
+      - name: ansible_user
+      - name: ansible_ssh_user
+  password:
+    description: Password to type at ssh's prompt; without one, ssh runs in batch mode.
+    type: string
+    vars:
+      - name: ansible_password
+      - name: ansible_ssh_pass
+      - name: ansible_ssh_password
+  private_key_file:
+    description: Private key for public key authentication.
+    type: string
+    ini:
+      - section: defaults
+        key: private_key_file
+    env:
+      - name: ANSIBLE_PRIVATE_KEY_FILE
+    vars:
+      - name: ansible_private_key_file
+      - name: ansible_ssh_private_key_file
+  host_key_checking:
+    description: Whether unknown host keys are refused.
+    type: boolean
+    default: true
+    ini:
+      - section: defaults
+        key: host_key_checking
+      - section: ssh_connection
+        key: host_key_checking
+    env:
+      - name: ANSIBLE_HOST_KEY_CHECKING
+      - name: ANSIBLE_SSH_HOST_KEY_CHECKING
+    vars:
+      - name: ansible_host_key_checking
+      - name: ansible_ssh_host_key_checking
+  ssh_args:
+    description:
+      - Arguments for every ssh command line. ControlMaster, ControlPersist and
+        ControlPath options are dropped, since each interpreter keeps its own ssh.
+    type: string
+    default: ''
+    ini:
+      - section: ssh_connection
+        key: ssh_args
+    env:
+      - name: ANSIBLE_SSH_ARGS
+    vars:
+      - name: ansible_ssh_args
+  ssh_common_args:
+    description: Arguments added to ssh_args, usually per host or group.
+    type: string
+    default: ''
+    ini:
+      - section: ssh_connection
+        key: ssh_common_args
+    env:
+      - name: ANSIBLE_SSH_COMMON_ARGS
+    vars:
+      - name: ansible_ssh_common_args
+  ssh_extra_args:
+    description: More arguments for ssh, usually from the command line.
+    type: string
+    default: ''
+    ini:
+      - section: ssh_connection
+        key: ssh_extra_args
+    env:
+      - name: ANSIBLE_SSH_EXTRA_ARGS
+    vars:
+      - name: ansible_ssh_extra_args
+  ssh_executable:
+    description: The ssh client to run.
+    type: string
+    default: ssh
+    ini:
+      - section: ssh_connection
+        key: ssh_executable
+    env:
+      - name: ANSIBLE_SSH_EXECUTABLE
+    vars:
+      - name: ansible_ssh_executable
+  pipelining:
+    description: Accepted for compatibility; modules always travel without temp files.
+    type: boolean
+    default: true
+    ini:
+      - section: defaults
+        key: pipelining
+      - section: connection
+        key: pipelining
+      - section: ssh_connection
+        key: pipelining
+    env:
+      - name: ANSIBLE_PIPELINING
+      - name: ANSIBLE_SSH_PIPELINING
+    vars:
+      - name: ansible_pipelining
+      - name: ansible_ssh_pipelining
+  timeout:
+    description: Seconds to wait for the connection to be set up.
+    type: integer
+    default: 10
+    ini:
+      - section: defaults
+        key: timeout
+      - section: ssh_connection
+        key: timeout
+    env:
+      - name: ANSIBLE_TIMEOUT
+      - name: ANSIBLE_SSH_TIMEOUT
+    vars:
+      - name: ansible_ssh_timeout
+"""
+
+from plasmid.ansible.connection import Connection  # noqa: E402,F401

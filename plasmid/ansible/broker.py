@@ -1,0 +1,262 @@
+"""The broker: one process per ansible-playbook run that holds its contexts.
+
+ansible-core forks a worker per task, and a connection plugin dies with its
+worker; the interpreters we keep on the targets must outlive them.  The
+first worker that needs one starts this broker (``client.py``); it owns a
+threaded plasmid Router with one context per (host, account, interpreter),
+and serves every later worker over a UNIX socket.  It exits, shutting all
+its contexts down, when the ansible-playbook process it serves is gone.
+
+Run as ``python -m plasmid.ansible.broker SOCKET WATCH_PID``; prints
+``ready`` on stdout once it accepts connections.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+import plasmid
+from plasmid.ansible import target, wire
+from plasmid.core.errors import CallError, ConnectError, ContextLost
+
+LOG = logging.getLogger('plasmid.ansible.broker')
+
+# Start a login context with the first Python the account's shell finds:
+# ansible discovers the module interpreter later, usually the same one.
+FIND_PYTHON = ['/bin/sh', '-c',
+               'for p in python3 /usr/bin/python3 /usr/libexec/platform-python'
+               ' python; do command -v "$p" >/dev/null 2>&1 && exec "$p" "$@";'
+               ' done; echo "plasmid: no python found" >&2; exit 127', 'sh']
+
+
+class BecomeFailed(Exception):
+    """The login worked, becoming the other user did not."""
+
+
+class Target:
+    """One context and what it holds."""
+
+    def __init__(self, context: plasmid.Context) -> None:
+        self.context = context
+        self.zips: set[str] = set()
+        self.lock = threading.Lock()  # serialises zip uploads
+
+
+class Pool:
+    """Contexts by (login, interpreter, become), started on first use."""
+
+    def __init__(self, router: plasmid.Router) -> None:
+        self.router = router
+        self.targets: dict[tuple, Target] = {}
+        self.connecting: dict[tuple, threading.Lock] = {}
+        self.lock = threading.Lock()
+
+    def get(self, spec: dict, python: Optional[str]) -> Target:
+        """The context for *spec*: its login, then its become user."""
+        login = _freeze(spec['ssh'])
+        become = _freeze(spec.get('become'))
+        if python is None:
+            python = self._any_python(login, become)
+        return self._get((login, python, become),
+                         lambda: self._start(spec, login, python, become))
+
+    def _any_python(self, login: tuple, become: tuple) -> Optional[str]:
+        with self.lock:
+            for (lg, py, bc), found in self.targets.items():
+                if lg == login and bc == become and found.context.is_alive():
+                    return py
+        return None
+
+    def _get(self, key: tuple, start) -> Target:
+        with self.lock:
+            found = self.targets.get(key)
+            if found is not None and found.context.is_alive():
+                return found
+            lock = self.connecting.setdefault(key, threading.Lock())
+        with lock:
+            with self.lock:
+                found = self.targets.get(key)
+                if found is not None and found.context.is_alive():
+                    return found
+            made = Target(start())
+            with self.lock:
+                self.targets[key] = made
+                if key[1] is None:  # started with the first Python found
+                    login, _, become = key
+                    self.targets.setdefault(
+                        (login, made.context.python_path, become), made)
+            return made
+
+    def _start(self, spec: dict, login: tuple, python: Optional[str],
+               become: tuple) -> plasmid.Context:
+        if become:
+            via = self._get((login, python, None),
+                            lambda: self._start(spec, login, python, None))
+            options = spec['become']
+            try:
+                return self._sudo(spec, options, via, python)
+            except ConnectError as exc:
+                raise BecomeFailed(str(exc)) from None
+        ssh = dict(spec['ssh'])
+        return self.router.ssh(python_path=python or FIND_PYTHON, **ssh)
+
+    def _sudo(self, spec: dict, options: dict, via: Target,
+              python: Optional[str]) -> plasmid.Context:
+        return self.router.sudo(
+                via=via.context, username=options.get('username') or 'root',
+                password=options.get('password'),
+                sudo_args=options.get('flags') or [],
+                sudo_path=options.get('exe') or None,
+                python_path=python or via.context.python_path,
+                connect_timeout=spec['ssh'].get('connect_timeout') or 30)
+
+    def reset(self, spec: dict) -> int:
+        """Shut down every context of *spec*'s login; the next task starts
+        afresh (``meta: reset_connection``)."""
+        login = _freeze(spec['ssh'])
+        with self.lock:
+            doomed = [(k, t) for k, t in self.targets.items()
+                      if k[0] == login]
+            for key, _ in doomed:
+                del self.targets[key]
+        for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
+            try:
+                found.context.shutdown(wait=True, timeout=5.0)
+            except plasmid.Error:
+                pass
+        return len(doomed)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class Broker:
+    """Serves requests from worker processes, one thread per worker."""
+
+    def __init__(self, router: plasmid.Router) -> None:
+        self.pool = Pool(router)
+        self.ops = {
+            'module': self.run_module, 'shell': self.run_shell,
+            'put': self.put, 'fetch': self.fetch, 'size': self.size,
+            'reset': self.reset, 'ping': lambda: 'pong',
+        }
+
+    def serve(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                try:
+                    request = wire.receive(conn)
+                except (wire.BrokerGone, OSError):
+                    return
+                wire.send(conn, self.answer(request))
+
+    def answer(self, request: Any) -> tuple:
+        try:
+            op, args = request
+            return ('ok', self.ops[op](*args))
+        except BecomeFailed as exc:
+            return ('error', 'become', str(exc))
+        except ConnectError as exc:
+            return ('error', 'connect', str(exc))
+        except ContextLost as exc:
+            return ('error', 'lost', str(exc))
+        except CallError as exc:
+            return ('error', 'call', str(exc))
+        except Exception as exc:  # a bad request must not kill the broker
+            LOG.exception('request failed')
+            return ('error', 'broker', '%s: %s' % (type(exc).__name__, exc))
+
+    def run_module(self, spec: dict, python: str, digest: str,
+                   zip_data: bytes, job: dict) -> tuple:
+        found = self.pool.get(spec, python)
+        self._ensure_zip(found, digest, zip_data)
+        return found.context.call(target.run_module, digest, job)
+
+    def _ensure_zip(self, found: Target, digest: str, data: bytes) -> None:
+        if digest in found.zips:
+            return
+        with found.lock:
+            if digest not in found.zips:
+                found.context.call(target.add_zip, digest, data)
+                found.zips.add(digest)
+
+    def run_shell(self, spec: dict, python: Optional[str], command: str,
+                  in_data: Optional[bytes], prompt: Optional[bytes],
+                  password: Optional[bytes], success: Optional[bytes]):
+        found = self.pool.get(spec, python)
+        return found.context.call(target.run_shell, command, in_data,
+                                  prompt, password, success)
+
+    def put(self, spec: dict, path: str, data: bytes, offset: int,
+            truncate: bool) -> int:
+        found = self.pool.get(spec, None)
+        return found.context.call(target.write_file, path, data, offset,
+                                  truncate)
+
+    def fetch(self, spec: dict, path: str, offset: int, size: int) -> bytes:
+        return self.pool.get(spec, None).context.call(
+            target.read_file, path, offset, size)
+
+    def size(self, spec: dict, path: str) -> int:
+        return self.pool.get(spec, None).context.call(target.file_size, path)
+
+    def reset(self, spec: dict) -> int:
+        return self.pool.reset(spec)
+
+
+def watch(pid: int, on_gone) -> None:
+    """Call *on_gone* (from a thread) once process *pid* has exited."""
+    def run() -> None:
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                on_gone()
+                return
+            except PermissionError:
+                pass
+            time.sleep(0.2)
+    threading.Thread(target=run, name='plasmid-watch', daemon=True).start()
+
+
+def main(argv: list[str]) -> int:
+    path, watch_pid = argv[0], int(argv[1])
+    logging.basicConfig(level=logging.WARNING,
+                        format='%(asctime)s %(name)s %(message)s')
+    router = plasmid.Router(threaded=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    os.chmod(path, 0o600)
+    server.listen(128)
+
+    def stop() -> None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        try:
+            router.shutdown(timeout=3.0)
+        finally:
+            os._exit(0)
+    watch(watch_pid, stop)
+    broker = Broker(router)
+    sys.stdout.write('ready\n')
+    sys.stdout.flush()
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=broker.serve, args=(conn,), daemon=True,
+                         name='plasmid-worker').start()
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+"""The worker's side of the broker: find it, start it if need be, ask it.
+
+The broker serves one ansible-playbook process (the *run*): workers are
+its children, and the run's pid names the socket.  Starting is guarded by
+a lock file, so concurrent workers start one broker between them.
+"""
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+from typing import Any, Optional
+
+from plasmid.ansible import wire
+
+START_TIMEOUT = 30.0
+
+
+class BrokerError(Exception):
+    """The broker answered with an error: ``kind`` says which."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def run_pid() -> int:
+    """The ansible process whose run this is: a worker's parent, or
+    ourselves when the plugin is used in the main process."""
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None else os.getpid()
+
+
+def private_dir() -> str:
+    """A directory only this user can enter; refuse anything else."""
+    path = os.path.join(tempfile.gettempdir(), 'plasmid-ansible-%d'
+                        % os.getuid())
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or \
+            info.st_mode & 0o077:
+        raise BrokerError('broker', '%s is not a private directory of '
+                          'this user' % path)
+    return path
+
+
+class Client:
+    """One worker's connection to its run's broker."""
+
+    def __init__(self, pid: Optional[int] = None) -> None:
+        self.pid = pid or run_pid()
+        base = private_dir()
+        self.path = os.path.join(base, 'broker-%d.sock' % self.pid)
+        self.lock_path = os.path.join(base, 'broker-%d.lock' % self.pid)
+        self.log_path = os.path.join(base, 'broker-%d.log' % self.pid)
+        self.sock: Optional[socket.socket] = None
+
+    def connect(self) -> None:
+        if self.sock is not None:
+            return
+        sock = self._try_connect()
+        if sock is None:
+            with open(self.lock_path, 'w') as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                sock = self._try_connect() or self._start()
+        self.sock = sock
+
+    def _try_connect(self) -> Optional[socket.socket]:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(self.path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            return None
+        return sock
+
+    def _start(self) -> socket.socket:
+        try:
+            os.unlink(self.path)  # left by a run whose pid came back
+        except FileNotFoundError:
+            pass
+        with open(self.log_path, 'ab') as log:
+            proc = subprocess.Popen(
+                [sys.executable, '-m', 'plasmid.ansible.broker', self.path,
+                 str(self.pid)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                start_new_session=True, close_fds=True)
+        line = proc.stdout.readline()
+        proc.stdout.close()
+        sock = self._try_connect() if line == b'ready\n' else None
+        if sock is None:
+            raise BrokerError('broker', 'the plasmid broker did not start; '
+                              'see %s' % self.log_path)
+        return sock
+
+    def call(self, op: str, *args: Any) -> Any:
+        self.connect()
+        try:
+            wire.send(self.sock, (op, args))
+            answer = wire.receive(self.sock)
+        except (OSError, wire.BrokerGone) as exc:
+            self.close()
+            raise BrokerError('broker', 'lost the plasmid broker: %s' % exc)
+        if answer[0] == 'ok':
+            return answer[1]
+        raise BrokerError(answer[1], answer[2])
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None

@@ -1,0 +1,85 @@
+"""Take apart the command lines ansible-core hands a connection.
+
+Every ``exec_command`` gets one string built by the shell and become
+plugins, for instance::
+
+    /bin/sh -c 'sudo -H -S -n  -u root /bin/sh -c '"'"'echo BECOME-SUCCESS-x ;
+      LANG=C.UTF-8 LC_ALL=C.UTF-8 /usr/bin/python3'"'"' && sleep 0'
+
+We peel it back to the command the become wrapper runs (``LANG=...
+/usr/bin/python3``) so it can run in a context that already is the become
+user, and, for a pipelined module, to its environment and interpreter.
+A string of any other shape gives None: the connection then runs it as it
+is, through ``/bin/sh`` on the target, exactly as vanilla ssh would.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Optional
+
+_SLEEP = re.compile(r'\s*&&\s*sleep 0\s*$')
+_ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
+
+
+@dataclass
+class Command:
+    shell: str                 # the shell ansible asked for, e.g. /bin/sh
+    text: str                  # what runs, without the become wrapper
+    become: bool               # did the become wrapper surround it?
+    env: Optional[dict] = None          # for a bare interpreter only
+    interpreter: Optional[str] = None   # ... like ``LANG=C python3``
+
+
+def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
+    """*success*: the become plugin's marker when become applies, else
+    None."""
+    words = _split(cmd)
+    if words is None or len(words) != 3 or words[1] != '-c':
+        return None
+    shell, inner = words[0], _SLEEP.sub('', words[2])
+    become = False
+    if success:
+        inner = _unwrap_become(inner, success)
+        if inner is None:
+            return None
+        become = True
+    command = Command(shell=shell, text=inner, become=become)
+    env, interpreter = _bare_interpreter(inner)
+    if interpreter is not None:
+        command.env, command.interpreter = env, interpreter
+    return command
+
+
+def _unwrap_become(text: str, success: str) -> Optional[str]:
+    """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD."""
+    words = _split(_SLEEP.sub('', text))
+    if words is None or len(words) < 3 or words[-2] != '-c':
+        return None
+    echo = 'echo %s ; ' % success
+    if not words[-1].startswith(echo):
+        return None
+    return _SLEEP.sub('', words[-1][len(echo):])
+
+
+def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:
+    """``A=1 B=2 /usr/bin/python3`` -> ({'A': '1', 'B': '2'},
+    '/usr/bin/python3'); anything else -> ({}, None)."""
+    words = _split(text)
+    if not words:
+        return {}, None
+    env = {}
+    while words and _ASSIGNMENT.match(words[0]):
+        key, _, value = words.pop(0).partition('=')
+        env[key] = value
+    if len(words) != 1 or any(c in text for c in ';&|<>`$('):
+        return {}, None
+    return env, words[0]
+
+
+def _split(text: str) -> Optional[list]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return None

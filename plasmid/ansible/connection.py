@@ -1,0 +1,255 @@
+"""The accelerated ssh connection plugin's behaviour.
+
+Every worker's ``exec_command`` goes to the run's broker, which keeps one
+context per (host, account, interpreter) for the whole run:
+
+* a pipelined new-style Python module runs from RAM in the context of the
+  become user (``target.run_module``): no ssh session, no sudo, no new
+  interpreter and no temp files per task;
+* any other command the become wrapper surrounds runs through ``/bin/sh``
+  in that same context; commands without become in the login context;
+* a command of a shape we do not recognise, or a become method we cannot
+  host ourselves, runs exactly as given, through ``/bin/sh`` in the login
+  context, with the become password typed at its prompt (the fallback).
+
+The plugin's option names and their variables are the ssh plugin's, so an
+inventory written for ``ssh`` works unchanged.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any, Optional
+
+from ansible.errors import (AnsibleAuthenticationFailure,
+                            AnsibleConnectionFailure, AnsibleError,
+                            AnsibleFileNotFound)
+from ansible.module_utils.common.text.converters import to_bytes
+from ansible.plugins.connection import ConnectionBase
+
+from plasmid.ansible import commands, payload
+from plasmid.ansible.client import BrokerError, Client
+
+CHUNK = 4 << 20
+SUDO_NAMES = ('sudo', 'ansible.builtin.sudo')
+# Options ansible.cfg often carries for vanilla ssh's ControlPersist: each
+# context is one long-lived ssh process, so a control master adds nothing.
+_CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
+
+
+class Connection(ConnectionBase):
+    """ssh, with one persistent interpreter per account on each host."""
+
+    transport = 'plasmid.accel.ssh'
+    has_pipelining = True
+    always_pipeline_modules = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.client: Optional[Client] = None
+
+    # ------------------------------------------------------ connecting
+
+    def _connect(self) -> "Connection":
+        if self.client is None:
+            self.client = Client()
+            self._connected = True
+        return self
+
+    def _login_spec(self) -> dict:
+        host_key_checking = self.get_option('host_key_checking')
+        args = []
+        for option in ('ssh_args', 'ssh_common_args', 'ssh_extra_args'):
+            args += _split_args(self.get_option(option) or '')
+        if not host_key_checking:
+            args += ['-o', 'StrictHostKeyChecking=no']
+        port = self.get_option('port')
+        return {
+            'hostname': self.get_option('host') or
+            self._play_context.remote_addr,
+            'port': int(port) if port else None,
+            'username': self.get_option('remote_user'),
+            'identity_file': self.get_option('private_key_file'),
+            'password': self.get_option('password'),
+            'ssh_args': args,
+            'ssh_path': self.get_option('ssh_executable') or None,
+            'connect_timeout': int(self.get_option('timeout') or 10),
+        }
+
+    def _spec(self, become: bool) -> dict:
+        spec: dict[str, Any] = {'ssh': self._login_spec(), 'become': None}
+        if become:
+            plugin = self.become
+            spec['become'] = {
+                'method': 'sudo',
+                'username': plugin.get_option('become_user') or 'root',
+                'password': plugin.get_option('become_pass') or None,
+                'flags': _sudo_flags(plugin.get_option('become_flags')),
+                'exe': plugin.get_option('become_exe') or None,
+            }
+        return spec
+
+    def _call(self, op: str, *args: Any) -> Any:
+        self._connect()
+        try:
+            return self.client.call(op, *args)
+        except BrokerError as exc:
+            raise _ansible_error(exc, self.become) from None
+
+    # --------------------------------------------------------- running
+
+    def exec_command(self, cmd: str, in_data: Optional[bytes] = None,
+                     sudoable: bool = True) -> tuple[int, bytes, bytes]:
+        super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        success = self._become_marker(cmd, sudoable)
+        parsed = commands.parse(cmd, success)
+        hosted = parsed is not None and (
+            not parsed.become or self.become.name in SUDO_NAMES)
+        if not hosted:
+            return self._run_as_given(cmd, in_data, success)
+        spec = self._spec(parsed.become)
+        job = payload.parse(in_data) if in_data and parsed.interpreter \
+            else None
+        if job is not None and job.interpreter == parsed.interpreter:
+            return tuple(self._call('module', spec, job.interpreter,
+                                    job.digest, job.zip_data,
+                                    job.to_target(parsed.env)))
+        text = parsed.text if parsed.shell == '/bin/sh' else \
+            ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
+                                              parsed.text))
+        return tuple(self._call('shell', spec, None, text, in_data,
+                                None, None, None))
+
+    def _become_marker(self, cmd: str, sudoable: bool) -> Optional[str]:
+        plugin = self.become
+        if not (sudoable and plugin and plugin.success):
+            return None
+        return plugin.success if 'echo %s' % plugin.success in cmd else None
+
+    def _run_as_given(self, cmd: str, in_data: Optional[bytes],
+                      success: Optional[str]) -> tuple[int, bytes, bytes]:
+        """The fallback: the whole command through the login shell."""
+        prompt = password = None
+        plugin = self.become
+        if success and plugin.expect_prompt():
+            prompt = to_bytes(plugin.prompt).strip()
+            password = to_bytes(plugin.get_option('become_pass'))
+        rc, out, err = self._call(
+            'shell', self._spec(False), None, cmd, in_data, prompt,
+            password, to_bytes(success) if success else None)
+        if success:
+            if to_bytes(success) not in out:
+                self._check_become_failure(out + err)
+            out = _strip_through(to_bytes(success), out)
+        return rc, out, err
+
+    def _check_become_failure(self, output: bytes) -> None:
+        plugin = self.become
+        name = plugin.name.rpartition('.')[2]
+        if plugin.check_incorrect_password(output):
+            raise AnsibleError('Incorrect %s password' % name)
+        if plugin.check_missing_password(output):
+            raise AnsibleError('Missing %s password' % name)
+
+    # ----------------------------------------------------------- files
+
+    def put_file(self, in_path: str, out_path: str) -> None:
+        super().put_file(in_path, out_path)
+        if not os.path.exists(in_path):
+            raise AnsibleFileNotFound('file or module does not exist: %s'
+                                      % in_path)
+        spec = self._spec(False)
+        offset = 0
+        with open(in_path, 'rb') as source:
+            while True:
+                chunk = source.read(CHUNK)
+                if not chunk and offset:
+                    break
+                self._call('put', spec, out_path, chunk, offset, offset == 0)
+                offset += len(chunk)
+                if len(chunk) < CHUNK:
+                    break
+
+    def fetch_file(self, in_path: str, out_path: str) -> None:
+        super().fetch_file(in_path, out_path)
+        spec = self._spec(False)
+        offset = 0
+        with open(out_path, 'wb') as dest:
+            while True:
+                chunk = self._call('fetch', spec, in_path, offset, CHUNK)
+                dest.write(chunk)
+                offset += len(chunk)
+                if len(chunk) < CHUNK:
+                    break
+
+    # ------------------------------------------------------- lifecycle
+
+    def reset(self) -> None:
+        try:
+            self._call('reset', self._spec(False))
+        except AnsibleConnectionFailure:
+            pass
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self._connected = False
+
+
+def _split_args(text: str) -> list[str]:
+    """ssh options from configuration, without ControlMaster & co."""
+    words = shlex.split(text)
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        option = None
+        if word == '-o' and i + 1 < len(words):
+            option, skip = words[i + 1], True
+        elif word.startswith('-o'):
+            option = word[2:]
+        if option is not None and \
+                option.split('=')[0].strip().lower() in _CONTROL_OPTIONS:
+            continue
+        kept += [word, option] if skip else [word]
+    return kept
+
+
+def _sudo_flags(flags: Optional[str]) -> list[str]:
+    """become_flags for our sudo, which always reads a password with -S
+    (``-n`` would stop it from asking when one is needed)."""
+    return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
+
+
+def _strip_through(marker: bytes, data: bytes) -> bytes:
+    """Drop everything up to the end of the line holding *marker*."""
+    at = data.find(marker)
+    if at < 0:
+        return data
+    end = data.find(b'\n', at)
+    return b'' if end < 0 else data[end + 1:]
+
+
+def _ansible_error(exc: BrokerError, become) -> Exception:
+    text = str(exc)
+    if exc.kind == 'become':
+        name = become.name.rpartition('.')[2] if become else 'sudo'
+        if 'password was refused' in text:
+            return AnsibleError('Incorrect %s password' % name)
+        if 'none was given' in text:
+            return AnsibleError('Missing %s password' % name)
+        return AnsibleError('Failed to become %s: %s' % (
+            become.get_option('become_user') if become else 'root', text))
+    if exc.kind == 'connect':
+        if 'password was refused' in text or 'Permission denied' in text:
+            return AnsibleAuthenticationFailure(
+                'Failed to connect to the host via ssh: %s' % text)
+        return AnsibleConnectionFailure(
+            'Failed to connect to the host via ssh: %s' % text)
+    if exc.kind == 'lost':
+        return AnsibleConnectionFailure('Connection to the host was lost: %s'
+                                        % text)
+    return AnsibleError('plasmid: %s' % text)

@@ -1,0 +1,129 @@
+"""Read an AnsiballZ wrapper (a pipelined module's stdin) into a job.
+
+ansible-core sends a new-style Python module as one script: a wrapper that
+writes an embedded zip to a temp dir, puts it on ``sys.path`` and runs the
+module with its arguments.  We take the script apart on the controller
+instead, so the target receives the zip once per context and runs the
+module from RAM (``plasmid/ansible/target.py``).
+
+Two wrapper shapes exist among the supported releases:
+
+* ``loader`` (ansible-core 2.19 and later): a function ``_ansiballz_main``
+  called at the end with keyword arguments, one per line; the zip carries
+  ``ansible.module_utils._internal._ansiballz._loader``, which runs it.
+* ``legacy`` (2.18): a template with ``ZIPDATA = '...'``,
+  ``ANSIBALLZ_PARAMS = '...'`` and the module's name in its
+  ``runpy.run_module`` call.
+
+Anything else (coverage runs, debuggers, a shape we do not know) yields
+None, and the connection runs the script as it is, like vanilla does.
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+MARKER = b'_ansiballz_main'
+_CALL = '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
+_LOADER_KEYS = {'zip_data', 'ansible_module', 'module_fqn', 'params',
+                'profile', 'date_time', 'extensions', 'rlimit_nofile'}
+_LEGACY = {
+    'zip_data': re.compile(r"^    ZIPDATA = ('[^'\n]*')$", re.M),
+    'params': re.compile(r"^    ANSIBALLZ_PARAMS = ('.*')$", re.M),
+    'module_fqn': re.compile(r"runpy\.run_module\(mod_name=('[\w.]+'), "
+                             r"init_globals=dict"),
+}
+_LEGACY_NOFILE = re.compile(r"requested_soft = min\(existing_hard, (\d+)\)")
+
+
+@dataclass
+class ModuleJob:
+    """What target.run_module needs, and the zip it runs from."""
+    style: str                      # 'loader' or 'legacy'
+    interpreter: str                # from the shebang
+    zip_data: bytes = field(repr=False)
+    digest: str = ''
+    module_fqn: str = ''
+    params: bytes = b''
+    profile: Optional[str] = None
+    extensions: dict = field(default_factory=dict)
+    rlimit_nofile: int = 0
+
+    def to_target(self, env: dict) -> dict:
+        job: dict[str, Any] = {
+            'style': self.style, 'module_fqn': self.module_fqn,
+            'params': self.params, 'extensions': self.extensions,
+            'rlimit_nofile': self.rlimit_nofile, 'env': env,
+        }
+        if self.profile is not None:
+            job['profile'] = self.profile
+        return job
+
+
+def parse(script: bytes) -> Optional[ModuleJob]:
+    """The job inside a pipelined AnsiballZ script, or None."""
+    if MARKER not in script[:65536] or not script.startswith(b'#!'):
+        return None
+    try:
+        text = script.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
+    shebang, _, body = text.partition('\n')
+    interpreter = shebang[2:].strip()
+    if not interpreter or ' ' in interpreter or 'import coverage' in body:
+        return None
+    if _CALL in body:
+        job = _parse_loader(body, interpreter)
+    else:
+        job = _parse_legacy(body, interpreter)
+    if job is None:
+        return None
+    job.digest = hashlib.sha1(job.zip_data).hexdigest()
+    return job
+
+
+def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
+    args: dict[str, Any] = {}
+    for line in body.rpartition(_CALL)[2].splitlines():
+        key, sep, value = line.partition('=')
+        if not sep or key not in _LOADER_KEYS:
+            continue
+        if key == 'date_time':
+            continue  # only used to date a file inside the zip
+        try:
+            args[key] = ast.literal_eval(value.rstrip(','))
+        except (ValueError, SyntaxError):
+            return None
+    if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
+        return None
+    return ModuleJob(
+        style='loader', interpreter=interpreter,
+        zip_data=base64.b64decode(args['zip_data']),
+        module_fqn=args['module_fqn'],
+        params=args['params'].encode('utf-8'), profile=args['profile'],
+        extensions=args.get('extensions') or {},
+        rlimit_nofile=int(args.get('rlimit_nofile') or 0))
+
+
+def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:
+    found = {}
+    for key, pattern in _LEGACY.items():
+        match = pattern.search(body)
+        if match is None:
+            return None
+        try:
+            found[key] = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            return None
+    nofile = _LEGACY_NOFILE.search(body)
+    params = found['params']
+    return ModuleJob(
+        style='legacy', interpreter=interpreter,
+        zip_data=base64.b64decode(found['zip_data']),
+        module_fqn=found['module_fqn'],
+        params=params.encode('utf-8') if isinstance(params, str) else params,
+        rlimit_nofile=int(nofile.group(1)) if nofile else 0)

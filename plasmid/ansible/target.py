@@ -1,0 +1,392 @@
+"""What the Ansible accelerator runs inside a target context.
+
+Shipped on demand like any other module, so it stays stdlib-only and
+Python 2.7-compatible.  Three jobs:
+
+* run a new-style Python module from RAM: its AnsiballZ zip arrives once
+  per context (:func:`add_zip`), its sources are compiled once, and every
+  task forks this warm interpreter, so nothing a module leaves behind
+  (globals, signal handlers, warnings filters, C-extension state) reaches
+  the next task and nothing is written to disk;
+* run a shell command with input, as ``/bin/sh -c`` would over ssh;
+* write and read files in chunks, for ``put_file`` and ``fetch_file``.
+"""
+from __future__ import absolute_import
+import errno
+import io
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import zipfile
+
+_ZIPS = {}  # digest -> ZipModules
+
+
+class ZipModules(object):
+    """The Python sources of one AnsiballZ zip, compiled once."""
+
+    def __init__(self, digest, data):
+        self.root = '/plasmid-ansiballz/%s' % digest  # never on disk
+        self.code = {}      # module name -> code object
+        self.packages = set()
+        self.files = {}     # path inside the zip -> bytes (package data)
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        for path in archive.namelist():
+            if path.endswith('/'):
+                continue
+            self.files[path] = archive.read(path)
+        for path, source in self.files.items():
+            if path.endswith('.py') and path != 'sitecustomize.py':
+                self._compile(path, source)
+
+    def _compile(self, path, source):
+        name = path[:-3].replace('/', '.')
+        if name.endswith('.__init__'):
+            name = name[:-len('.__init__')]
+            self.packages.add(name)
+        self.code[name] = compile(source, self.filename(name), 'exec',
+                                  dont_inherit=True)
+
+    def filename(self, name):
+        suffix = name in self.packages and '/__init__.py' or '.py'
+        return '%s/%s%s' % (self.root, name.replace('.', '/'), suffix)
+
+
+class ZipFinder(object):
+    """Meta-path finder and loader over one :class:`ZipModules`; first on
+    ``sys.meta_path`` in the forked module process, as the zip is first on
+    ``sys.path`` under the AnsiballZ wrapper."""
+
+    def __init__(self, modules):
+        self.modules = modules
+
+    # Python 3
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.modules.code:
+            return None
+        import importlib.util
+        is_pkg = fullname in self.modules.packages
+        spec = importlib.util.spec_from_loader(fullname, self,
+                                               is_package=is_pkg)
+        spec.origin = self.modules.filename(fullname)
+        spec.has_location = True
+        if is_pkg:
+            spec.submodule_search_locations = [
+                self.modules.filename(fullname).rsplit('/', 1)[0]]
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(self.modules.code[module.__name__], module.__dict__)
+
+    # Python 2
+    def find_module(self, fullname, path=None):
+        return fullname in self.modules.code and self or None
+
+    def load_module(self, fullname):
+        import imp
+        module = sys.modules.setdefault(fullname, imp.new_module(fullname))
+        module.__file__ = self.modules.filename(fullname)
+        module.__loader__ = self
+        if fullname in self.modules.packages:
+            module.__path__ = [module.__file__.rsplit('/', 1)[0]]
+            module.__package__ = fullname
+        else:
+            module.__package__ = fullname.rpartition('.')[0]
+        exec(self.modules.code[fullname], module.__dict__)
+        return sys.modules[fullname]
+
+    # both: what runpy, inspect and pkgutil ask for
+    def get_code(self, fullname):
+        return self.modules.code[fullname]
+
+    def is_package(self, fullname):
+        return fullname in self.modules.packages
+
+    def get_source(self, fullname):
+        name = fullname.replace('.', '/')
+        for path in (name + '.py', name + '/__init__.py'):
+            if path in self.modules.files:
+                return self.modules.files[path].decode('utf-8')
+        return None
+
+    def get_filename(self, fullname):
+        return self.modules.filename(fullname)
+
+    def get_data(self, path):
+        prefix = self.modules.root + '/'
+        if path.startswith(prefix) and path[len(prefix):] in \
+                self.modules.files:
+            return self.modules.files[path[len(prefix):]]
+        raise IOError(errno.ENOENT, 'not in the module payload', path)
+
+
+# ------------------------------------------------------- module payloads
+
+def has_zips(digests):
+    """Which of *digests* this context holds already."""
+    return [d for d in digests if d in _ZIPS]
+
+
+def add_zip(digest, data):
+    if digest not in _ZIPS:
+        _ZIPS[digest] = ZipModules(digest, data)
+    return len(_ZIPS[digest].code)
+
+
+def run_module(digest, job):
+    """Run one module as the AnsiballZ wrapper would; return
+    ``(rc, stdout, stderr)`` as bytes, like the pipelined interpreter."""
+    modules = _ZIPS.get(digest)
+    if modules is None:
+        raise KeyError('module payload %s was never sent here' % digest)
+    return _forked(lambda: _module_main(modules, job))
+
+
+def _module_main(modules, job):
+    """In the forked process: set the stage, run the module, exit."""
+    for name in [n for n in sys.modules if n == 'ansible' or
+                 n.startswith('ansible.')]:
+        del sys.modules[name]
+    sys.meta_path[:] = [ZipFinder(modules)] + [
+        f for f in sys.meta_path if not type(f).__module__.startswith(
+            'plasmid.')]
+    os.environ.update(job.get('env') or {})
+    _check_cwd()
+    _set_nofile(job.get('rlimit_nofile') or 0)
+    fqn = job['module_fqn']
+    sys.argv = [modules.filename(fqn)]
+    params = job['params']
+    if job['style'] == 'loader':
+        from ansible.module_utils._internal._ansiballz import _loader
+        _loader.run_module(json_params=params, profile=job['profile'],
+                           module_fqn=fqn, modlib_path=modules.root,
+                           extensions=job.get('extensions') or {})
+    else:
+        import runpy
+        from ansible.module_utils import basic
+        basic._ANSIBLE_ARGS = params
+        if 'profile' in job:
+            basic._ANSIBLE_PROFILE = job['profile']
+        runpy.run_module(mod_name=fqn, run_name='__main__', alter_sys=True,
+                         init_globals=dict(_module_fqn=fqn,
+                                           _modlib_path=modules.root))
+        raise RuntimeError('New-style module did not handle its own exit.')
+
+
+def _check_cwd():
+    """Become may leave us in a directory we cannot read; so may the
+    wrapper's caller: it moves to ~ or / then, and so do we."""
+    try:
+        os.getcwd()
+    except OSError:
+        try:
+            os.chdir(os.path.expanduser('~'))
+        except OSError:
+            os.chdir('/')
+
+
+def _set_nofile(wanted):
+    if not wanted:
+        return
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = min(hard, wanted)
+    if wanted != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except ValueError:
+            pass
+
+
+# ------------------------------------------------------------- forking
+
+def _forked(main):
+    """Run *main* in a child process with fresh fds 0/1/2; collect them.
+
+    The child leaves through ``os._exit``: it must never return into this
+    context's loop, nor flush buffers it shares with us.
+    """
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os.close(out_r)
+        os.close(err_r)
+        _child(main, out_w, err_w)
+    os.close(out_w)
+    os.close(err_w)
+    out, err = _read_both(out_r, err_r)
+    status = _wait(pid)
+    return status, out, err
+
+
+def _child(main, out_w, err_w):  # pragma: no cover - runs in the child
+    status = 1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        for fd in (null, out_w, err_w):
+            os.close(fd)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE,
+                       signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        sys.stdin = io.open(0, 'r', closefd=False)
+        sys.stdout = io.open(1, 'w', closefd=False)
+        sys.stderr = io.open(2, 'w', closefd=False)
+        root = logging.getLogger()
+        root.handlers = []
+        root.setLevel(logging.WARNING)
+        try:
+            main()
+            status = 0
+        except SystemExit as exc:
+            status = _exit_status(exc.code)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            status = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+    finally:
+        os._exit(status)
+
+
+def _exit_status(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xff
+    try:
+        sys.stderr.write('%s\n' % (code,))
+    except Exception:
+        pass
+    return 1
+
+
+def _read_both(out_r, err_r):
+    chunks = {out_r: [], err_r: []}
+    open_fds = [out_r, err_r]
+    while open_fds:
+        try:
+            ready, _, _ = select.select(open_fds, [], [])
+        except (OSError, select.error) as exc:
+            if exc.args[0] == errno.EINTR:
+                continue
+            raise
+        for fd in ready:
+            data = os.read(fd, 65536)
+            if data:
+                chunks[fd].append(data)
+            else:
+                open_fds.remove(fd)
+                os.close(fd)
+    return b''.join(chunks[out_r]), b''.join(chunks[err_r])
+
+
+def _wait(pid):
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            raise
+        if os.WIFSIGNALED(status):
+            return -os.WTERMSIG(status)
+        return os.WEXITSTATUS(status)
+
+
+# -------------------------------------------------------- shell commands
+
+def run_shell(command, in_data=None, prompt=None, password=None,
+              success=None):
+    """``/bin/sh -c command``; *in_data* on its stdin.
+
+    A become command with a password (sudo -S, su) may ask for it: if
+    *prompt* (bytes) shows up before *success* (the become plugin's
+    marker), *password* is typed first; then *in_data* follows.
+    """
+    proc = subprocess.Popen(['/bin/sh', '-c', command],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, close_fds=True,
+                            preexec_fn=_default_signals)
+    if prompt is None and success is None:
+        out, err = proc.communicate(in_data or b'')
+        return proc.returncode, out, err
+    head_out, head_err = _answer_prompt(proc, prompt, password, success)
+    out, err = proc.communicate(in_data or b'')
+    return proc.returncode, head_out + out, head_err + err
+
+
+def _default_signals():
+    for signum in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _answer_prompt(proc, prompt, password, success):
+    """Read until the become marker or the password prompt shows up."""
+    seen = {proc.stdout.fileno(): b'', proc.stderr.fileno(): b''}
+    while True:
+        ready, _, _ = select.select(list(seen), [], [])
+        for fd in ready:
+            data = os.read(fd, 4096)
+            if not data:
+                return seen[proc.stdout.fileno()], seen[proc.stderr.fileno()]
+            seen[fd] += data
+            text = seen[fd]
+            if success and success in text:
+                return seen[proc.stdout.fileno()], seen[proc.stderr.fileno()]
+            if prompt and prompt in text:
+                if password is None:
+                    proc.kill()
+                    proc.wait()
+                    return seen[proc.stdout.fileno()], \
+                        seen[proc.stderr.fileno()]
+                proc.stdin.write(password + b'\n')
+                proc.stdin.flush()
+                seen[fd] = text.replace(prompt, b'')
+                prompt = None
+
+
+# ----------------------------------------------------------------- files
+
+def write_file(path, data, offset=0, truncate=True, mode=None):
+    """Write one chunk of a file; the first chunk creates or truncates."""
+    flags = os.O_WRONLY | os.O_CREAT
+    if truncate:
+        flags |= os.O_TRUNC
+    fd = os.open(path, flags, mode if mode is not None else 0o666)
+    try:
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return len(data)
+
+
+def read_file(path, offset, size):
+    """One chunk of a file, b'' at its end."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def file_size(path):
+    return os.stat(path).st_size
