@@ -10,19 +10,24 @@ Protocol (bodies of GET_MODULE and LOAD_MODULE messages):
   ``([name], None)``.  A batch ``([pkg, ...], origin)`` asks for packages
   the answer for *origin* said it would need and this context lacks.
 * ``LOAD_MODULE (name, is_pkg, source, filename, for_name, closure,
-  related, absent)``: one module; ``source`` is its zlib-compressed UTF-8
-  text, or None: it cannot be served.
-  Modules sent ahead of an answer carry ``for_name``, the request they
-  belong to; the answer itself (``name == for_name``) carries ``closure``
-  (the names sent ahead of it, in order), ``related`` (other top-level
-  packages the module's imports reach) and ``absent`` (names its imports
-  reach that the master cannot serve).
+  related, absent, after)``: one module; ``source`` is its zlib-compressed
+  UTF-8 text, or None: it cannot be served.
+  Modules sent with an answer carry ``for_name``, the request they belong
+  to; the answer itself (``name == for_name``) carries ``closure`` (the
+  names sent ahead of it, in order), ``after`` (the names sent right
+  after it, in order), ``related`` (other top-level packages the module's
+  imports reach) and ``absent`` (names its imports reach that the master
+  cannot serve).
 
-A module always arrives after the modules it imports.  Answers are cached,
-positive and negative.  Requests for the same module from many threads or
-children go upstream once; a context with children serves them from its
-cache, streams modules on as they arrive, and never sends a child the same
-module twice.
+A module always arrives after the modules it imports.  Most come ahead of
+the answer they belong to; the submodules of a package (a batch answer)
+need the package first, so they follow it and the answer names them in
+``after``: the receiver counts them as asked for until they arrive (no
+thread asks for them again) and streams them on to the children waiting
+for the answer.  Answers are cached, positive and negative.  Requests for
+the same module from many threads or children go upstream once; a context
+with children serves them from its cache, streams modules on as they
+arrive, and never sends a child the same module twice.
 """
 from __future__ import absolute_import
 import sys
@@ -38,10 +43,10 @@ class ModuleEntry(object):
     """A module as sent on the wire, or its absence (source None)."""
 
     __slots__ = ('name', 'is_pkg', 'source', 'filename', 'for_name',
-                 'closure', 'related', 'absent')
+                 'closure', 'related', 'absent', 'after')
 
     def __init__(self, name, is_pkg, source, filename, for_name=None,
-                 closure=None, related=None, absent=None):
+                 closure=None, related=None, absent=None, after=None):
         self.name = name
         self.is_pkg = is_pkg
         self.source = source
@@ -50,10 +55,12 @@ class ModuleEntry(object):
         self.closure = closure or []
         self.related = related or []
         self.absent = absent or []
+        self.after = after or []
 
     def to_wire(self):
         return (self.name, self.is_pkg, self.source, self.filename,
-                self.for_name, self.closure, self.related, self.absent)
+                self.for_name, self.closure, self.related, self.absent,
+                self.after)
 
     def is_answer(self):
         return self.for_name == self.name
@@ -126,6 +133,7 @@ class Importer(object):
         self.cache = {}      # name -> ModuleEntry
         self.waiting = {}    # name -> [callback(entry)], requested names
         self.followers = {}  # for_name -> set of child ids awaiting it
+        self.expected = {}   # answer name -> names of its after, to come
         self.sent = {}       # child id -> names already sent to it
         self.executed = set()
         self.lock = threading.Lock()
@@ -204,24 +212,52 @@ class Importer(object):
         entry = ModuleEntry(*msg.value())
         self.modules_received += 1
         self.bytes_received += len(msg.data)
+        behind = []
         with self.lock:
             self.cache[entry.name] = entry
             callbacks = self.waiting.pop(entry.name, [])
             followers = set(self.followers.get(entry.for_name, ()))
             if entry.is_answer():
-                self.followers.pop(entry.name, None)
+                behind = [self.cache[n] for n in entry.after
+                          if n in self.cache]
+                self._expect(entry)
             else:
                 # Children that asked for it by name: the parent sends a
-                # module once, so it may come only ahead of another one.
+                # module once, so it may come only with another answer.
                 followers.update(self.followers.get(entry.name, ()))
+                self._arrived_after(entry)
         for child_id in list(followers):
             self._send_to_child(child_id, entry)
+            # What followed the answer here earlier follows it there now.
+            for early in behind:
+                self._send_to_child(child_id, early)
         if entry.is_answer():
             # Fetch related packages only for our own imports: for an
             # answer we merely pass on, the child decides what it lacks.
             self._learn_from_answer(entry, fetch=bool(callbacks))
         for callback in callbacks:
             callback(entry)
+
+    def _expect(self, answer):
+        """Under the lock: its *after* modules are on their way; keep
+        passing modules on to its followers until they are here."""
+        coming = [n for n in answer.after if n not in self.cache]
+        for name in coming:
+            self.waiting.setdefault(name, [])
+        if coming:
+            self.expected[answer.name] = set(coming)
+        else:
+            self.expected.pop(answer.name, None)
+            self.followers.pop(answer.name, None)
+
+    def _arrived_after(self, entry):
+        """Under the lock: one module of an answer's *after* is here."""
+        coming = self.expected.get(entry.for_name)
+        if coming is not None:
+            coming.discard(entry.name)
+            if not coming:
+                del self.expected[entry.for_name]
+                self.followers.pop(entry.for_name, None)
 
     def _learn_from_answer(self, entry, fetch):
         """Cache its negatives; fetch at once the packages it will need."""
@@ -266,6 +302,13 @@ class Importer(object):
             if ahead is not None:
                 self._send_to_child(child_id, ahead)
         self._send_to_child(child_id, entry, always=True)
+        for name in entry.after:
+            behind = self.cache.get(name)
+            if behind is not None:
+                self._send_to_child(child_id, behind)
+        with self.lock:
+            if entry.name in self.expected:  # the rest streams on
+                self.followers.setdefault(entry.name, set()).add(child_id)
 
     def _send_to_child(self, child_id, entry, always=False):
         sent = self.sent.setdefault(child_id, set())

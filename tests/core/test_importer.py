@@ -22,6 +22,7 @@ import pytest
 import import_fns
 import plasmid
 from plasmid.core import importer
+from plasmid.core.router import GET_MODULE, LOAD_MODULE
 from testbed.pythons import require_python
 
 # A context without the master's site-packages: requests and django are
@@ -245,11 +246,20 @@ def test_distribution_missing_on_the_target(router: plasmid.Router,
     assert asked & stdlib == set()
 
 
+@pytest.mark.parametrize('via', [False, True], ids=['direct', 'via_A'])
 def test_modules_arrive_after_their_dependencies(
-        router: plasmid.Router) -> None:
-    ctx = router.local(python_path=BARE)
+        router: plasmid.Router, via: bool) -> None:
+    # The batch answer for asgiref brings the submodules django needs
+    # (asgiref.sync...) after asgiref itself, through an intermediary too.
+    parent = router.local(name='A') if via else None
+    ctx = router.local(python_path=BARE, via=parent)
     ctx.call(import_fns.django_facts)
     order = ctx.call(import_fns.arrival_order)
+    # Modules that followed an answer were awaited, never asked for again.
+    requested = ctx.call(importer.stats)['requested']
+    assert requested[1:] == [['django', 'django.db', 'django.db.models'],
+                             ['asgiref', 'sqlparse']], requested
+    assert set(router.responder.messages_sent.values()) == {1}
     position = {name: i for i, name in enumerate(order)}
     graph = router.responder.graph
     late = []
@@ -276,6 +286,89 @@ def _reaches(graph, start: str, goal: str) -> bool:
                 seen.add(dep)
                 stack.append(dep)
     return False
+
+
+# ------------------------------------------- modules after an answer
+
+
+class _Message:
+    def __init__(self, value, src: int = 0) -> None:
+        self._value, self.src, self.data = value, src, b''
+
+    def value(self):
+        return self._value
+
+
+class _Router:
+    """Just what an Importer needs: it records what it sends."""
+    parent_id, parent, loop = 0, object(), None
+
+    def __init__(self) -> None:
+        self.handlers: dict = {}
+        self.out: list = []
+
+    def add_handler(self, handle, callback, policy) -> None:
+        self.handlers[handle] = callback
+
+    def send_value(self, dst, handle, value) -> None:
+        self.out.append((dst, handle, value))
+
+    def arrive(self, handle, value, src: int = 0) -> None:
+        self.handlers[handle](_Message(value, src))
+
+    def to(self, dst: int) -> list:
+        return [v[0] for d, h, v in self.out
+                if d == dst and h == LOAD_MODULE]
+
+
+def _entry(name: str, for_name: str, closure=(), after=()) -> tuple:
+    return importer.ModuleEntry(name, '.' not in name, b'', name + '.py',
+                                for_name=for_name, closure=list(closure),
+                                after=list(after)).to_wire()
+
+
+def test_modules_after_an_answer_are_awaited_and_passed_on() -> None:
+    router = _Router()
+    imp = importer.Importer(router)
+    router.arrive(GET_MODULE, (['pkg'], 'origin'), src=7)
+    assert router.out == [(0, GET_MODULE, (['pkg'], 'origin'))]
+    router.arrive(LOAD_MODULE, _entry('pkg.dep', 'pkg'))
+    router.arrive(LOAD_MODULE,
+                  _entry('pkg', 'pkg', ['pkg.dep'], ['pkg.a', 'pkg.b']))
+    assert router.to(7) == ['pkg.dep', 'pkg']
+    # What follows the answer counts as asked for: no second request.
+    got = []
+    imp.when_known('pkg.a', got.append)
+    imp.request(['pkg.b'])
+    router.arrive(GET_MODULE, (['pkg'], None), src=8)   # served from cache
+    router.arrive(LOAD_MODULE, _entry('pkg.a', 'pkg'))
+    assert [e.name for e in got] == ['pkg.a']
+    router.arrive(GET_MODULE, (['pkg'], None), src=9)
+    assert router.to(9) == ['pkg.dep', 'pkg', 'pkg.a']
+    router.arrive(LOAD_MODULE, _entry('pkg.b', 'pkg'))
+    for child in (7, 8, 9):  # each in order, each once
+        assert router.to(child) == ['pkg.dep', 'pkg', 'pkg.a', 'pkg.b']
+    assert [v for d, h, v in router.out if h == GET_MODULE] == \
+        [(['pkg'], 'origin')]
+    assert imp.waiting == {} and imp.followers == {} and imp.expected == {}
+
+
+def test_modules_after_an_answer_already_here_follow_it() -> None:
+    # Three levels: our parent passes on an answer whose *after* modules
+    # it had sent us before (for another import); a child waiting for the
+    # answer gets them right behind it, or it would wait for them forever.
+    router = _Router()
+    imp = importer.Importer(router)
+    router.arrive(GET_MODULE, (['pkg.a'], None), src=7)
+    router.arrive(GET_MODULE, (['pkg'], 'origin'), src=8)
+    router.arrive(LOAD_MODULE, _entry('pkg.a', 'pkg.a'))
+    router.arrive(LOAD_MODULE, _entry('pkg', 'pkg', after=['pkg.a', 'pkg.b']))
+    assert router.to(8) == ['pkg', 'pkg.a']
+    assert imp.expected == {'pkg': {'pkg.b'}}
+    router.arrive(LOAD_MODULE, _entry('pkg.b', 'pkg'))
+    assert router.to(8) == ['pkg', 'pkg.a', 'pkg.b']
+    assert router.to(7) == ['pkg.a']
+    assert imp.waiting == {} and imp.expected == {}
 
 
 # ------------------------------------------------------------ chains
