@@ -12,6 +12,8 @@ Run as ``python -m plasmid.ansible.broker SOCKET WATCH_PID``; prints
 """
 from __future__ import annotations
 
+import collections
+import json
 import logging
 import os
 import socket
@@ -115,6 +117,11 @@ class Pool:
                 python_path=python or via.context.python_path,
                 connect_timeout=spec['ssh'].get('connect_timeout') or 30)
 
+    def router_contexts(self) -> int:
+        """Contexts started so far (a started context counts once even
+        when it is known under two interpreter names)."""
+        return len(self.router.contexts)
+
     def reset(self, spec: dict) -> int:
         """Shut down every context of *spec*'s login; the next task starts
         afresh (``meta: reset_connection``)."""
@@ -145,10 +152,14 @@ class Broker:
 
     def __init__(self, router: plasmid.Router) -> None:
         self.pool = Pool(router)
+        # What crossed to the targets, for tests and benchmarks: module
+        # runs, shell commands (hosted or as given), zips, files, contexts.
+        self.counts: collections.Counter = collections.Counter()
         self.ops = {
             'module': self.run_module, 'shell': self.run_shell,
             'put': self.put, 'fetch': self.fetch, 'size': self.size,
             'reset': self.reset, 'ping': lambda: 'pong',
+            'stats': self.stats,
         }
 
     def serve(self, conn: socket.socket) -> None:
@@ -176,10 +187,16 @@ class Broker:
             LOG.exception('request failed')
             return ('error', 'broker', '%s: %s' % (type(exc).__name__, exc))
 
+    def stats(self) -> dict:
+        counts = dict(self.counts)
+        counts['contexts'] = self.pool.router_contexts()
+        return counts
+
     def run_module(self, spec: dict, python: str, digest: str,
                    zip_data: bytes, job: dict) -> tuple:
         found = self.pool.get(spec, python)
         self._ensure_zip(found, digest, zip_data)
+        self.counts['module_runs'] += 1
         return found.context.call(target.run_module, digest, job)
 
     def _ensure_zip(self, found: Target, digest: str, data: bytes) -> None:
@@ -189,21 +206,28 @@ class Broker:
             if digest not in found.zips:
                 found.context.call(target.add_zip, digest, data)
                 found.zips.add(digest)
+                self.counts['zips_sent'] += 1
+                self.counts['zip_bytes_sent'] += len(data)
 
     def run_shell(self, spec: dict, python: Optional[str], command: str,
                   in_data: Optional[bytes], prompt: Optional[bytes],
-                  password: Optional[bytes], success: Optional[bytes]):
+                  password: Optional[bytes], success: Optional[bytes],
+                  tty: bool = False):
         found = self.pool.get(spec, python)
+        self.counts['shell_as_given' if success else
+                    'shell_become' if spec.get('become') else 'shell'] += 1
         return found.context.call(target.run_shell, command, in_data,
-                                  prompt, password, success)
+                                  prompt, password, success, tty)
 
     def put(self, spec: dict, path: str, data: bytes, offset: int,
             truncate: bool) -> int:
         found = self.pool.get(spec, None)
+        self.counts['file_chunks_put'] += 1
         return found.context.call(target.write_file, path, data, offset,
                                   truncate)
 
     def fetch(self, spec: dict, path: str, offset: int, size: int) -> bytes:
+        self.counts['file_chunks_fetched'] += 1
         return self.pool.get(spec, None).context.call(
             target.read_file, path, offset, size)
 
@@ -239,17 +263,22 @@ def main(argv: list[str]) -> int:
     os.chmod(path, 0o600)
     server.listen(128)
 
+    broker = Broker(router)
+
     def stop() -> None:
         try:
             os.unlink(path)
         except OSError:
             pass
+        stats_path = os.environ.get('PLASMID_ANSIBLE_STATS')
+        if stats_path:
+            with open(stats_path, 'w') as handle:
+                json.dump(broker.stats(), handle)
         try:
             router.shutdown(timeout=3.0)
         finally:
             os._exit(0)
     watch(watch_pid, stop)
-    broker = Broker(router)
     sys.stdout.write('ready\n')
     sys.stdout.flush()
     while True:

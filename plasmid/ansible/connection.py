@@ -41,8 +41,10 @@ class Connection(ConnectionBase):
     """ssh, with one persistent interpreter per account on each host."""
 
     transport = 'plasmid.accel.ssh'
+    # Pipelining comes from our 'pipelining' option (default true), never
+    # from always_pipeline_modules: that would pipeline async tasks too,
+    # which then run synchronously.
     has_pipelining = True
-    always_pipeline_modules = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -106,7 +108,7 @@ class Connection(ConnectionBase):
         hosted = parsed is not None and (
             not parsed.become or self.become.name in SUDO_NAMES)
         if not hosted:
-            return self._run_as_given(cmd, in_data, success)
+            return self._run_as_given(cmd, in_data, success, sudoable)
         spec = self._spec(parsed.become)
         job = payload.parse(in_data) if in_data and parsed.interpreter \
             else None
@@ -118,7 +120,15 @@ class Connection(ConnectionBase):
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
         return tuple(self._call('shell', spec, None, text, in_data,
-                                None, None, None))
+                                None, None, None,
+                                self._wants_tty(in_data, sudoable)))
+
+    def _wants_tty(self, in_data: Optional[bytes], sudoable: bool) -> bool:
+        """Where vanilla ssh asks for a terminal (``-tt``), so do we:
+        ``raw`` and ``script`` output then reads the same (CRLF, stderr
+        merged into stdout)."""
+        return in_data is None and sudoable and \
+            bool(self.get_option('usetty'))
 
     def _become_marker(self, cmd: str, sudoable: bool) -> Optional[str]:
         plugin = self.become
@@ -127,7 +137,8 @@ class Connection(ConnectionBase):
         return plugin.success if 'echo %s' % plugin.success in cmd else None
 
     def _run_as_given(self, cmd: str, in_data: Optional[bytes],
-                      success: Optional[str]) -> tuple[int, bytes, bytes]:
+                      success: Optional[str],
+                      sudoable: bool) -> tuple[int, bytes, bytes]:
         """The fallback: the whole command through the login shell."""
         prompt = password = None
         plugin = self.become
@@ -136,7 +147,8 @@ class Connection(ConnectionBase):
             password = to_bytes(plugin.get_option('become_pass'))
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
-            password, to_bytes(success) if success else None)
+            password, to_bytes(success) if success else None,
+            self._wants_tty(in_data, sudoable) and not success)
         if success:
             if to_bytes(success) not in out:
                 self._check_become_failure(out + err)

@@ -100,6 +100,8 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
             return None
     if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
         return None
+    if args.get('extensions'):
+        return None  # coverage or a debugger: run the wrapper as it is
     return ModuleJob(
         style='loader', interpreter=interpreter,
         zip_data=base64.b64decode(args['zip_data']),

@@ -13,6 +13,7 @@ Python 2.7-compatible.  Three jobs:
 """
 from __future__ import absolute_import
 import errno
+import hashlib
 import io
 import logging
 import os
@@ -23,14 +24,21 @@ import sys
 import zipfile
 
 _ZIPS = {}  # digest -> ZipModules
+_CODE = {}  # (module name, source digest) -> code object, shared by zips
+ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
+# Modules this context imported itself, so that forks start warm: name ->
+# source digest (None for the target's own modules).
+_WARM = {}
+_COLD = set()  # names that failed to import here: not tried again
 
 
 class ZipModules(object):
     """The Python sources of one AnsiballZ zip, compiled once."""
 
     def __init__(self, digest, data):
-        self.root = '/plasmid-ansiballz/%s' % digest  # never on disk
+        self.root = ROOT
         self.code = {}      # module name -> code object
+        self.digests = {}   # module name -> source digest
         self.packages = set()
         self.files = {}     # path inside the zip -> bytes (package data)
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -47,8 +55,13 @@ class ZipModules(object):
         if name.endswith('.__init__'):
             name = name[:-len('.__init__')]
             self.packages.add(name)
-        self.code[name] = compile(source, self.filename(name), 'exec',
-                                  dont_inherit=True)
+        digest = hashlib.sha1(source).hexdigest()
+        code = _CODE.get((name, digest))
+        if code is None:
+            code = _CODE[name, digest] = compile(
+                source, self.filename(name), 'exec', dont_inherit=True)
+        self.code[name] = code
+        self.digests[name] = digest
 
     def filename(self, name):
         suffix = name in self.packages and '/__init__.py' or '.py'
@@ -141,18 +154,54 @@ def add_zip(digest, data):
 
 def run_module(digest, job):
     """Run one module as the AnsiballZ wrapper would; return
-    ``(rc, stdout, stderr)`` as bytes, like the pipelined interpreter."""
+    ``(rc, stdout, stderr)`` as bytes, like the pipelined interpreter.
+
+    Afterwards, import here what the module imported from the target's
+    own library and the payload's shared code (not the module itself), so
+    that the next fork finds them loaded: a warm template learnt from what
+    modules really use, not from a list kept by hand.
+    """
     modules = _ZIPS.get(digest)
     if modules is None:
         raise KeyError('module payload %s was never sent here' % digest)
-    return _forked(lambda: _module_main(modules, job))
+    rc, out, err, imported = _forked(lambda: _module_main(modules, job))
+    _warm_up(modules, imported, job['module_fqn'])
+    return rc, out, err
+
+
+def _warm_up(modules, imported, module_fqn):
+    wanted = [n for n in imported if n not in _WARM and n not in _COLD and
+              n != module_fqn and '.modules.' not in n and
+              not n.startswith('__')]
+    if not wanted:
+        return
+    finder = ZipFinder(modules)
+    sys.meta_path.insert(0, finder)
+    try:
+        for name in wanted:
+            try:
+                __import__(name)
+            except BaseException:  # a failed import must not hurt us
+                _COLD.add(name)
+                continue
+            _WARM[name] = modules.digests.get(name)
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def _forget_stale(modules):
+    """Drop warm modules that this payload carries in another version."""
+    for name, digest in list(_WARM.items()):
+        if digest is not None and modules.digests.get(name, digest) != \
+                digest:
+            for loaded in [n for n in sys.modules
+                           if n == name or n.startswith(name + '.')]:
+                del sys.modules[loaded]
 
 
 def _module_main(modules, job):
     """In the forked process: set the stage, run the module, exit."""
-    for name in [n for n in sys.modules if n == 'ansible' or
-                 n.startswith('ansible.')]:
-        del sys.modules[name]
+    _forget_stale(modules)
     sys.meta_path[:] = [ZipFinder(modules)] + [
         f for f in sys.meta_path if not type(f).__module__.startswith(
             'plasmid.')]
@@ -207,26 +256,38 @@ def _set_nofile(wanted):
 # ------------------------------------------------------------- forking
 
 def _forked(main):
-    """Run *main* in a child process with fresh fds 0/1/2; collect them.
+    """Run *main* in a child process with fresh fds 0/1/2; collect them,
+    and the names of the modules the child imported.
 
     The child leaves through ``os._exit``: it must never return into this
     context's loop, nor flush buffers it shares with us.
     """
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    names_r, names_w = os.pipe()
+    before = set(sys.modules)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
-        os.close(out_r)
-        os.close(err_r)
-        _child(main, out_w, err_w)
-    os.close(out_w)
-    os.close(err_w)
-    out, err = _read_both(out_r, err_r)
+        for fd in (out_r, err_r, names_r):
+            os.close(fd)
+        _child(main, out_w, err_w, names_w, before)
+    for fd in (out_w, err_w, names_w):
+        os.close(fd)
+    out, err, names = _read_all([out_r, err_r, names_r])
     status = _wait(pid)
-    return status, out, err
+    imported = names.decode('utf-8', 'replace').split()
+    return status, out, err, imported
 
 
-def _child(main, out_w, err_w):  # pragma: no cover - runs in the child
+def _report_imports(names_w, before):  # pragma: no cover - in the child
+    names = ' '.join(n for n in list(sys.modules) if n not in before)
+    data = names.encode('utf-8')
+    while data:
+        data = data[os.write(names_w, data):]
+    os.close(names_w)
+
+
+def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     status = 1
     try:
         null = os.open(os.devnull, os.O_RDONLY)
@@ -244,6 +305,7 @@ def _child(main, out_w, err_w):  # pragma: no cover - runs in the child
         root = logging.getLogger()
         root.handlers = []
         root.setLevel(logging.WARNING)
+        _clear_exit_handlers()
         try:
             main()
             status = 0
@@ -253,13 +315,35 @@ def _child(main, out_w, err_w):  # pragma: no cover - runs in the child
             import traceback
             traceback.print_exc()
             status = 1
+        # Modules clean up (their temp dir, say) in atexit handlers; we
+        # leave by os._exit, so run them here.
+        _run_exit_handlers()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except Exception:
                 pass
+        _report_imports(names_w, before)
     finally:
         os._exit(status)
+
+
+def _clear_exit_handlers():  # pragma: no cover - in the child
+    """Forget the handlers this context registered: they are not the
+    module's to run."""
+    import atexit
+    if hasattr(atexit, '_clear'):
+        atexit._clear()
+    else:
+        atexit._exithandlers[:] = []
+
+
+def _run_exit_handlers():  # pragma: no cover - in the child
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+    except Exception:
+        pass
 
 
 def _exit_status(code):
@@ -274,9 +358,9 @@ def _exit_status(code):
     return 1
 
 
-def _read_both(out_r, err_r):
-    chunks = {out_r: [], err_r: []}
-    open_fds = [out_r, err_r]
+def _read_all(fds):
+    chunks = dict((fd, []) for fd in fds)
+    open_fds = list(fds)
     while open_fds:
         try:
             ready, _, _ = select.select(open_fds, [], [])
@@ -291,7 +375,7 @@ def _read_both(out_r, err_r):
             else:
                 open_fds.remove(fd)
                 os.close(fd)
-    return b''.join(chunks[out_r]), b''.join(chunks[err_r])
+    return [b''.join(chunks[fd]) for fd in fds]
 
 
 def _wait(pid):
@@ -310,13 +394,16 @@ def _wait(pid):
 # -------------------------------------------------------- shell commands
 
 def run_shell(command, in_data=None, prompt=None, password=None,
-              success=None):
+              success=None, tty=False):
     """``/bin/sh -c command``; *in_data* on its stdin.
 
     A become command with a password (sudo -S, su) may ask for it: if
     *prompt* (bytes) shows up before *success* (the become plugin's
-    marker), *password* is typed first; then *in_data* follows.
+    marker), *password* is typed first; then *in_data* follows.  With
+    *tty*, the command runs on a new terminal instead, as under ``ssh -tt``.
     """
+    if tty:
+        return _run_on_tty(command)
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
@@ -327,6 +414,40 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     head_out, head_err = _answer_prompt(proc, prompt, password, success)
     out, err = proc.communicate(in_data or b'')
     return proc.returncode, head_out + out, head_err + err
+
+
+def _run_on_tty(command):
+    """Run *command* on a pseudo-terminal; its stdout and stderr both go
+    there, as with ``ssh -tt``."""
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(['/bin/sh', '-c', command], stdin=slave,
+                                stdout=slave, stderr=slave, close_fds=True,
+                                preexec_fn=_new_session)
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError as exc:  # EIO: every holder of the slave is gone
+            if exc.errno != errno.EIO:
+                raise
+            data = b''
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    return proc.wait(), b''.join(chunks), b''
+
+
+def _new_session():
+    _default_signals()
+    os.setsid()
+    import fcntl
+    import termios
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def _default_signals():

@@ -142,6 +142,19 @@ options:
     vars:
       - name: ansible_pipelining
       - name: ansible_ssh_pipelining
+  usetty:
+    description:
+      - Run commands that get no input (C(raw), C(script)) on a terminal, as
+        C(ansible.builtin.ssh) does with C(-tt), so their output reads the same.
+    type: bool
+    default: true
+    ini:
+      - section: ssh_connection
+        key: usetty
+    env:
+      - name: ANSIBLE_SSH_USETTY
+    vars:
+      - name: ansible_ssh_use_tty
   timeout:
     description: Seconds to wait for the connection to be set up.
     type: integer

@@ -1,0 +1,61 @@
+"""Fixtures for the accelerator's tests: ansible-core venvs and a target.
+
+The venvs come from .ci/setup (one per tested ansible-core release, with
+plasmid installed); the target is the test bed's sshd, logged into as a
+dedicated account with password-less sudo.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from testbed.accounts import kill_user_processes  # noqa: E402
+
+ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
+ACCOUNT = 'plasmid-ans'
+SUDOERS = '/etc/sudoers.d/plasmid-ans'
+
+
+def ansible_versions() -> list[str]:
+    found = sorted(os.path.basename(os.path.dirname(os.path.dirname(p)))
+                   for p in glob.glob(os.path.join(ANSIBLE_ROOT, '*', 'bin',
+                                                   'ansible-playbook')))
+    return found or ['missing']
+
+
+@pytest.fixture(params=ansible_versions(), scope='session')
+def ansible_bin(request) -> str:
+    """The bin/ directory of one ansible-core venv."""
+    if request.param == 'missing':
+        pytest.skip('no ansible-core venv under %s: run .ci/setup'
+                    % ANSIBLE_ROOT)
+    return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
+
+
+@pytest.fixture(scope='session')
+def ansible_account(sshd) -> Iterator[str]:
+    """An account on the test bed that may sudo to anyone without a
+    password; removed with its processes at the end."""
+    if subprocess.call(['id', ACCOUNT], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL):
+        subprocess.check_call(['useradd', '-m', '-s', '/bin/sh', ACCOUNT])
+    # '*' keeps the account usable with keys: sshd refuses locked ones.
+    subprocess.check_call(['usermod', '-p', '*', ACCOUNT])
+    with open(SUDOERS, 'w') as handle:
+        handle.write('%s ALL=(ALL) NOPASSWD: ALL\n' % ACCOUNT)
+    os.chmod(SUDOERS, 0o440)
+    sshd.server.authorize(ACCOUNT)
+    try:
+        yield ACCOUNT
+    finally:
+        kill_user_processes(ACCOUNT)
+        os.unlink(SUDOERS)
+        subprocess.call(['userdel', '-r', ACCOUNT], stderr=subprocess.DEVNULL)

@@ -1,0 +1,84 @@
+"""Run a playbook against the test bed, vanilla or accelerated, and read
+back every task's result and the broker's counters."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass
+class Run:
+    rc: int
+    output: str
+    results: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    def by_task(self) -> dict:
+        return {(r['host'], r['task']): r for r in self.results}
+
+
+def inventory(sshd, account: str, hosts: tuple = ('t1',),
+              extra: str = '') -> str:
+    server = sshd.server
+    common = ' '.join(server.ssh_args())
+    lines = ['[targets]']
+    for host in hosts:
+        lines.append(
+            "%s ansible_host=%s ansible_port=%d ansible_user=%s "
+            "ansible_ssh_private_key_file=%s ansible_ssh_common_args='%s' "
+            "ansible_python_interpreter=/usr/bin/python3 %s"
+            % (host, server.host, server.port, account, server.client_key,
+               common, extra))
+    return '\n'.join(lines) + '\n'
+
+
+def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
+                 accelerated: bool, extra_env: dict | None = None,
+                 args: tuple = ()) -> Run:
+    tag = accelerated and 'plasmid' or 'vanilla'
+    book = tmp_path / ('playbook-%s.yml' % tag)
+    book.write_text(playbook)
+    inv = tmp_path / ('inventory-%s.ini' % tag)
+    inv.write_text(inventory)
+    record = tmp_path / ('record-%s.jsonl' % tag)
+    stats = tmp_path / ('stats-%s.json' % tag)
+    for path in (record, stats):
+        if path.exists():
+            path.unlink()
+    env = dict(os.environ,
+               ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, 'callback_plugins'),
+               ANSIBLE_CALLBACKS_ENABLED='record',
+               ANSIBLE_PIPELINING='True', ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-local'),
+               ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
+               PLASMID_RECORD=str(record), PLASMID_ANSIBLE_STATS=str(stats))
+    if accelerated:
+        env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
+    env.update(extra_env or {})
+    proc = subprocess.run(
+        [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
+         str(book), *args], env=env, cwd=str(tmp_path),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=600)
+    run = Run(proc.returncode, proc.stdout)
+    if record.exists():
+        run.results = [json.loads(line) for line in
+                       record.read_text().splitlines()]
+    if accelerated:
+        run.stats = _wait_for_stats(stats)
+    return run
+
+
+def _wait_for_stats(path, timeout: float = 10.0) -> dict:
+    """The broker writes its counters once it sees ansible-playbook gone."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and path.stat().st_size:
+            return json.loads(path.read_text())
+        time.sleep(0.05)
+    return {}

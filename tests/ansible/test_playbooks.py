@@ -1,0 +1,176 @@
+"""Playbooks run vanilla and through the accelerator give the same results,
+and the accelerator's counters show where the round trips went."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from runner import inventory, run_playbook
+
+# Keys whose values differ from run to run, vanilla or not.
+VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
+            'ansible_facts', 'warnings', 'deprecations', 'checksum_src',
+            'exception', 'module_stderr', 'module_stdout', 'src', 'md5sum',
+            'mtime', 'atime', 'ctime', 'inode', 'dev', 'backup_file',
+            'checksum', 'diff', 'stat', 'size', 'uid', 'gid', 'mode',
+            'owner', 'group', 'state', 'path'}
+
+
+def comparable(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in VOLATILE and
+            not k.startswith('_ansible')}
+
+
+def assert_same(vanilla, accelerated) -> None:
+    assert vanilla.rc == accelerated.rc, accelerated.output
+    ours = accelerated.by_task()
+    assert set(ours) == set(vanilla.by_task()), accelerated.output
+    for key, theirs in vanilla.by_task().items():
+        mine = ours[key]
+        assert mine['status'] == theirs['status'], (key, mine, theirs)
+        assert comparable(mine['result']) == comparable(theirs['result']), \
+            key
+
+
+BECOME = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+%s
+""" % '\n'.join(
+    '    - name: as root %d\n      command: id -un\n      become: true' % i
+    for i in range(8)) + '\n' + '\n'.join(
+    '    - name: as login %d\n      command: id -un' % i for i in range(4))
+
+
+def test_become_tasks_share_two_interpreters(ansible_bin, ansible_account,
+                                            sshd, tmp_path):
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, BECOME, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True)
+    assert ours.rc == 0, ours.output
+    assert_same(vanilla, ours)
+    stdout = {r['task']: r['result']['stdout'] for r in ours.results}
+    assert stdout['as root 0'] == 'root'
+    assert stdout['as login 0'] == ansible_account
+    # One login interpreter and one sudo interpreter for the whole run;
+    # the command module's payload went once to each of them.
+    assert ours.stats['contexts'] == 2, ours.stats
+    assert ours.stats['module_runs'] == 12, ours.stats
+    assert ours.stats['zips_sent'] == 2, ours.stats
+    assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+
+
+PARITY = r"""
+- hosts: targets
+  gather_facts: false
+  vars:
+    dest: /tmp/plasmid-parity-{{ run_tag }}
+  tasks:
+    - name: clean
+      file: path={{ dest }} state=absent
+      become: true
+    - name: make dir
+      file: path={{ dest }} state=directory mode=0755
+      become: true
+    - name: copy content
+      copy: content="hello {{ run_tag }}\n" dest={{ dest }}/a.txt mode=0640
+      become: true
+    - name: copy again, unchanged
+      copy: content="hello {{ run_tag }}\n" dest={{ dest }}/a.txt mode=0640
+      become: true
+    - name: template
+      template: src=t.j2 dest={{ dest }}/t.txt
+      become: true
+    - name: lineinfile
+      lineinfile: path={{ dest }}/a.txt line="second"
+      become: true
+    - name: slurp
+      slurp: src={{ dest }}/a.txt
+      become: true
+    - name: fetch
+      fetch: src=/etc/hostname dest={{ playbook_dir }}/fetched-{{ run_tag }} flat=true
+    - name: environment
+      shell: echo "$PLASMID_VAR"
+      environment: {PLASMID_VAR: "x y"}
+    - name: failing command
+      command: /bin/false
+      ignore_errors: true
+    - name: check mode
+      file: path={{ dest }}/never state=touch
+      check_mode: true
+      become: true
+    - name: no_log
+      command: echo secret
+      no_log: true
+    - name: raw
+      raw: echo raw-out
+    - name: module failure
+      stat: {}
+      ignore_errors: true
+    - name: missing file
+      slurp: src={{ dest }}/missing
+      ignore_errors: true
+      become: true
+    - name: clean up
+      file: path={{ dest }} state=absent
+      become: true
+"""
+
+
+def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
+                                      tmp_path):
+    (tmp_path / 't.j2').write_text('{{ inventory_hostname }} {{ 6 * 7 }}\n')
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, PARITY, inv, False,
+                           args=('-e', 'run_tag=vanilla'))
+    (tmp_path / 'fetched-vanilla').unlink()  # both runs fetch it afresh
+    ours = run_playbook(ansible_bin, tmp_path, PARITY, inv, True,
+                        args=('-e', 'run_tag=vanilla'))
+    assert ours.rc == 0, ours.output
+    assert_same(vanilla, ours)
+    assert (tmp_path / 'fetched-vanilla').read_text() == \
+        open('/etc/hostname').read()
+    assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+
+
+UNREACHABLE = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - command: /bin/true
+"""
+
+
+def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
+                                        tmp_path):
+    server = sshd.server
+    inv = inventory(sshd, ansible_account).replace(
+        'ansible_port=%d' % server.port, 'ansible_port=1')
+    vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True)
+    assert ours.rc == vanilla.rc == 4
+    [theirs], [mine] = vanilla.results, ours.results
+    assert mine['status'] == theirs['status'] == 'unreachable'
+    assert 'Failed to connect to the host via ssh' in mine['result']['msg']
+    assert 'Traceback' not in ours.output
+
+
+def test_contexts_end_with_the_run(ansible_bin, ansible_account, sshd,
+                                   tmp_path):
+    inv = inventory(sshd, ansible_account)
+    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True)
+    assert ours.rc == 0, ours.output
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        left = subprocess.run(['pgrep', '-u', ansible_account],
+                              stdout=subprocess.PIPE, text=True).stdout
+        if not left.strip():
+            break
+        time.sleep(0.1)
+    assert not left.strip(), 'processes left behind: %s' % left
+    brokers = subprocess.run(['pgrep', '-f', 'plasmid.ansible.broker'],
+                             stdout=subprocess.PIPE, text=True).stdout
+    assert not brokers.strip(), brokers
