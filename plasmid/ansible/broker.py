@@ -47,6 +47,10 @@ class Target:
         self.context = context
         self.zips: set[str] = set()
         self.lock = threading.Lock()  # serialises zip uploads
+        # Login contexts only: calls sent ahead without waiting (temp
+        # dirs, small files, clean-up) and answers that never change.
+        self.deferred: list = []
+        self.homes: dict[str, tuple] = {}
 
 
 class Pool:
@@ -159,7 +163,8 @@ class Broker:
             'module': self.run_module, 'shell': self.run_shell,
             'put': self.put, 'fetch': self.fetch, 'size': self.size,
             'reset': self.reset, 'ping': lambda: 'pong',
-            'stats': self.stats,
+            'stats': self.stats, 'home': self.home, 'mkdtemp': self.mkdtemp,
+            'later': self.later,
         }
 
     def serve(self, conn: socket.socket) -> None:
@@ -192,12 +197,81 @@ class Broker:
         counts['contexts'] = self.pool.router_contexts()
         return counts
 
+    # ----------------------------------------- ordering and sending ahead
+
+    def _login(self, spec: dict) -> Target:
+        return self.pool.get({'ssh': spec['ssh'], 'become': None}, None)
+
+    def _defer(self, spec: dict, func, *args: Any) -> None:
+        """Send a call to the login context and answer at once: its
+        outcome is checked when the next call of this login returns."""
+        login = self._login(spec)
+        login.deferred.append(login.context.call_async(func, *args))
+        self.counts['sent_ahead'] += 1
+
+    def _call(self, spec: dict, found: Target, func, *args: Any) -> Any:
+        """Call *func* in *found*, after whatever was sent ahead to its
+        login context.  A call to another context of the same login (the
+        become user's) goes through the login context then, which runs it
+        in order: no round trip is spent waiting for the calls ahead."""
+        login = self._login(spec)
+        if found is login or not login.deferred:
+            result = found.context.call(func, *args)
+        else:
+            result = login.context.call(target.relay, found.context,
+                                        func.__name__, args)
+            self.counts['relayed'] += 1
+        self._check_deferred(login)
+        return result
+
+    def _check_deferred(self, login: Target) -> None:
+        """Forget the calls sent ahead that have finished; raise the first
+        failure among them."""
+        failure = None
+        for future in [f for f in login.deferred if f.done()]:
+            login.deferred.remove(future)
+            try:
+                future.result()
+            except plasmid.Error as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    # ------------------------------------------------------ operations
+
     def run_module(self, spec: dict, python: str, digest: str,
                    zip_data: bytes, job: dict) -> tuple:
         found = self.pool.get(spec, python)
         self._ensure_zip(found, digest, zip_data)
         self.counts['module_runs'] += 1
-        return found.context.call(target.run_module, digest, job)
+        return self._call(spec, found, target.run_module, digest, job)
+
+    def home(self, spec: dict, command: str) -> tuple:
+        """``echo ~user``: asked once per login, then answered here."""
+        login = self._login(spec)
+        if command not in login.homes:
+            self.counts['shell'] += 1
+            answer = self._call(spec, login, target.run_shell, command)
+            if answer[0] != 0:
+                return answer
+            login.homes[command] = answer
+        return login.homes[command]
+
+    def mkdtemp(self, spec: dict, command: str, base: str,
+                name: str) -> tuple:
+        """The task's temp dir: made ahead, its path answered here."""
+        if base.startswith('~'):
+            rc, out, err = self.home(spec, 'echo ~')
+            if rc != 0:
+                return rc, out, err
+            base = out.decode('utf-8').strip() + base[1:]
+        self._defer(spec, target.run_shell_checked, command)
+        return 0, ('%s=%s/%s\n' % (name, base, name)).encode('utf-8'), b''
+
+    def later(self, spec: dict, command: str) -> tuple:
+        """A command whose output nobody reads (removing a temp dir)."""
+        self._defer(spec, target.run_shell_checked, command)
+        return 0, b'', b''
 
     def _ensure_zip(self, found: Target, digest: str, data: bytes) -> None:
         if digest in found.zips:
@@ -216,23 +290,27 @@ class Broker:
         found = self.pool.get(spec, python)
         self.counts['shell_as_given' if success else
                     'shell_become' if spec.get('become') else 'shell'] += 1
-        return found.context.call(target.run_shell, command, in_data,
-                                  prompt, password, success, tty)
+        return self._call(spec, found, target.run_shell, command, in_data,
+                          prompt, password, success, tty)
 
     def put(self, spec: dict, path: str, data: bytes, offset: int,
-            truncate: bool) -> int:
-        found = self.pool.get(spec, None)
+            truncate: bool, ahead: bool = False) -> int:
+        """A chunk of a file; with *ahead*, sent without waiting."""
         self.counts['file_chunks_put'] += 1
-        return found.context.call(target.write_file, path, data, offset,
-                                  truncate)
+        if ahead:
+            self._defer(spec, target.write_file, path, data, offset,
+                        truncate)
+            return len(data)
+        return self._call(spec, self._login(spec), target.write_file, path,
+                          data, offset, truncate)
 
     def fetch(self, spec: dict, path: str, offset: int, size: int) -> bytes:
         self.counts['file_chunks_fetched'] += 1
-        return self.pool.get(spec, None).context.call(
-            target.read_file, path, offset, size)
+        return self._call(spec, self._login(spec), target.read_file, path,
+                          offset, size)
 
     def size(self, spec: dict, path: str) -> int:
-        return self.pool.get(spec, None).context.call(target.file_size, path)
+        return self._call(spec, self._login(spec), target.file_size, path)
 
     def reset(self, spec: dict) -> int:
         return self.pool.reset(spec)

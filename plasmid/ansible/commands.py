@@ -83,3 +83,40 @@ def _split(text: str) -> Optional[list]:
         return shlex.split(text)
     except ValueError:
         return None
+
+
+# ------------------------------------------------ housekeeping commands
+#
+# ActionBase surrounds some modules with commands whose output it can
+# predict or does not need: finding a home directory, making the task's
+# temp dir, removing it.  The shell plugin spells them the same way in
+# every supported release; recognising them lets the broker answer the
+# first from a cache and send the others ahead without waiting.
+
+_HOME = re.compile(r'^echo ~[A-Za-z0-9_.-]*$')
+_MKDTEMP = re.compile(
+    r'^\( umask 77 && mkdir -p "` echo (?P<base>[^`"]+) `"&& '
+    r'mkdir "` echo (?P=base)/(?P<name>ansible-tmp-[\w.-]+) `" && '
+    r'echo (?P=name)="` echo (?P=base)/(?P=name) `" \)$')
+_CLEANUP = re.compile(r'^rm -f -r (?P<path>[\w./~-]+) > /dev/null 2>&1$')
+_PLAIN_PATH = re.compile(r'^(~|~/[\w./-]*|/[\w./-]*)$')
+
+
+@dataclass
+class Housekeeping:
+    kind: str          # 'home', 'mkdtemp' or 'cleanup'
+    base: str = ''     # mkdtemp: the directory it is made in
+    name: str = ''     # mkdtemp: the new directory's name
+
+
+def housekeeping(text: str) -> Optional[Housekeeping]:
+    """Recognise a command from the list above, else None."""
+    if _HOME.match(text):
+        return Housekeeping('home')
+    match = _MKDTEMP.match(text)
+    if match and _PLAIN_PATH.match(match.group('base')):
+        return Housekeeping('mkdtemp', match.group('base'),
+                            match.group('name'))
+    if _CLEANUP.match(text):
+        return Housekeeping('cleanup')
+    return None

@@ -110,6 +110,10 @@ class Connection(ConnectionBase):
         if not hosted:
             return self._run_as_given(cmd, in_data, success, sudoable)
         spec = self._spec(parsed.become)
+        chore = commands.housekeeping(parsed.text) \
+            if not parsed.become and not in_data else None
+        if chore is not None:
+            return self._housekeeping(spec, parsed.text, chore)
         job = payload.parse(in_data) if in_data and parsed.interpreter \
             else None
         if job is not None and job.interpreter == parsed.interpreter:
@@ -122,6 +126,15 @@ class Connection(ConnectionBase):
         return tuple(self._call('shell', spec, None, text, in_data,
                                 None, None, None,
                                 self._wants_tty(in_data, sudoable)))
+
+    def _housekeeping(self, spec: dict, text: str,
+                      chore: commands.Housekeeping) -> tuple:
+        if chore.kind == 'home':
+            return tuple(self._call('home', spec, text))
+        if chore.kind == 'mkdtemp':
+            return tuple(self._call('mkdtemp', spec, text, chore.base,
+                                    chore.name))
+        return tuple(self._call('later', spec, text))
 
     def _wants_tty(self, in_data: Optional[bytes], sudoable: bool) -> bool:
         """Where vanilla ssh asks for a terminal (``-tt``), so do we:
@@ -177,7 +190,11 @@ class Connection(ConnectionBase):
                 chunk = source.read(CHUNK)
                 if not chunk and offset:
                     break
-                self._call('put', spec, out_path, chunk, offset, offset == 0)
+                # A file that fits one chunk goes ahead without waiting:
+                # the module that reads it runs after it on the target.
+                ahead = offset == 0 and len(chunk) < CHUNK
+                self._call('put', spec, out_path, chunk, offset, offset == 0,
+                           ahead)
                 offset += len(chunk)
                 if len(chunk) < CHUNK:
                     break

@@ -416,6 +416,28 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     return proc.returncode, head_out + out, head_err + err
 
 
+def run_shell_checked(command):
+    """For commands sent ahead: their failure is an error, not an rc."""
+    rc, out, err = run_shell(command)
+    if rc != 0:
+        raise RuntimeError('%r failed (rc %d): %s' % (
+            command, rc, (err or out).decode('utf-8', 'replace').strip()))
+    return rc
+
+
+# What relay() may run: the calls a broker orders behind calls sent ahead.
+_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file',
+              'file_size')
+
+
+def relay(context, name, args):
+    """Run the function *name* of this module in *context*, a child of
+    this context, after every call this context received before."""
+    if name not in _RELAYABLE:
+        raise ValueError('%r cannot be relayed' % (name,))
+    return context.call(globals()[name], *args)
+
+
 def _run_on_tty(command):
     """Run *command* on a pseudo-terminal; its stdout and stderr both go
     there, as with ``ssh -tt``."""

@@ -20,8 +20,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 from testbed.accounts import kill_user_processes  # noqa: E402
 
 ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
-ACCOUNT = 'plasmid-ans'
-SUDOERS = '/etc/sudoers.d/plasmid-ans'
+# One account per test session: sessions running side by side (a developer
+# and CI, say) must not delete each other's account.
+ACCOUNT = 'plasmid-an%d' % (os.getpid() % 100000)
+SUDOERS = '/etc/sudoers.d/%s' % ACCOUNT
 
 
 def ansible_versions() -> list[str]:

@@ -126,7 +126,8 @@ def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
     inv = inventory(sshd, ansible_account)
     vanilla = run_playbook(ansible_bin, tmp_path, PARITY, inv, False,
                            args=('-e', 'run_tag=vanilla'))
-    (tmp_path / 'fetched-vanilla').unlink()  # both runs fetch it afresh
+    assert vanilla.rc == 0, vanilla.output
+    (tmp_path / "fetched-vanilla").unlink()  # both runs fetch it afresh
     ours = run_playbook(ansible_bin, tmp_path, PARITY, inv, True,
                         args=('-e', 'run_tag=vanilla'))
     assert ours.rc == 0, ours.output

@@ -1,0 +1,674 @@
+#!/usr/bin/env python3
+"""Run ansible-core's own integration targets, vanilla and accelerated.
+
+For each ansible-core version, this unpacks the release's sdist (from
+/opt/ansible/sdist) into a work dir, starts a private sshd on loopback (the
+test bed's ``SshServer``: its own host key and client key, root may log in
+with the key) and runs every target with the sdist's own ansible-test::
+
+    ansible-test integration TARGET --target ssh:root@127.0.0.1:PORT,python=3.11@/usr/bin/python3.11
+
+twice: *vanilla* (ansible-test's inventory: connection ``ssh``, pipelining
+on) and *plasmid*.  ansible-test writes ``ansible_connection=ssh`` into its
+inventory and passes no environment through (so ANSIBLE_TRANSPORT has no
+effect), but it does point ANSIBLE_CONNECTION_PLUGINS at
+``test/support/integration/plugins/connection`` of the tree it tests when
+that directory exists.  In the plasmid copy of the tree, that directory
+holds ``ssh.py``: the text of this repository's plasmid.accel.ssh plugin
+plus one line that makes the broker write its counters at exit
+(PLASMID_ANSIBLE_STATS).  So the name ``ssh`` means the accelerator there,
+and the counters prove per target that it ran.
+
+Targets ansible-test runs "on the controller" (alias context/controller)
+get connection ``local`` from ansible-test whatever --target says; the
+accelerator never runs in them, and the report says so.
+
+``connection`` (the connection plugins' conformance suite) is a hidden
+target; it is run the way connection_ssh runs it: its test.sh with an
+inventory of two hosts (pipelining on and off) on the test bed's sshd, with
+``ansible_connection`` ssh or plasmid.accel.ssh.
+
+Results go under build/ansible-compat/ (one JSON file and one log per
+version, mode and target); the Markdown report (docs/ansible-compat.md) is
+written from every result found there.
+
+Needs root (sshd, destructive targets), the ansible-core venvs with plasmid
+installed in editable compat mode (/opt/plasmid-ansible/X.Y, else
+/opt/ansible/X.Y), and the sdists.  Example::
+
+    python3 tests/ansible/compat/run_targets.py --versions 2.21,2.18 --jobs 2
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(REPO, 'tests'))
+
+PLUGIN = os.path.join(REPO, 'ansible_collections', 'plasmid', 'accel',
+                      'plugins', 'connection', 'ssh.py')
+SDIST_DIR = '/opt/ansible/sdist'
+VENV_ROOTS = ('/opt/plasmid-ansible', '/opt/ansible')
+DEFAULT_RESULTS = os.path.join(REPO, 'build', 'ansible-compat')
+DEFAULT_DOC = os.path.join(REPO, 'docs', 'ansible-compat.md')
+TARGET_PYTHON = '3.11@/usr/bin/python3.11'
+TARGET_INTERPRETER = '/usr/bin/python3.11'
+VERSIONS = ('2.18', '2.19', '2.20', '2.21')
+MODES = ('vanilla', 'plasmid')
+
+TARGETS = (
+    'command_shell', 'raw', 'script', 'stat', 'file', 'copy', 'template',
+    'fetch', 'lineinfile', 'assemble', 'slurp', 'ping', 'environment',
+    'module_defaults', 'old_style_modules_posix', 'want_json_modules_posix',
+    'module_utils', 'no_log', 'check_mode', 'loops', 'until', 'handlers',
+    'blocks', 'register', 'delegate_to', 'async', 'async_fail', 'become_su',
+    'become_sudo', 'become_unprivileged', 'remote_tmp',
+    'interpreter_discovery_python', 'connection', 'meta_tasks',
+    'wait_for_connection', 'gathering_facts',
+)
+
+STATS_LINE = '''
+# Added by tests/ansible/compat/run_targets.py: the broker writes its
+# counters here at exit, which shows that the accelerator ran.
+import os as _os, uuid as _uuid  # noqa: E402
+_os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
+    %r, 'broker-%%s.json' %% _uuid.uuid4().hex))
+'''
+
+
+# ------------------------------------------------------------------ setup
+
+def venv_for(version: str) -> str:
+    for root in VENV_ROOTS:
+        venv = os.path.join(root, version)
+        if os.path.exists(os.path.join(venv, 'bin', 'ansible-playbook')):
+            return venv
+    raise SystemExit('no ansible-core %s venv under %s' % (version, ' or '.join(VENV_ROOTS)))
+
+
+def check_venv(venv: str) -> str:
+    """The venv's exact ansible-core version; plasmid must be importable."""
+    python = os.path.join(venv, 'bin', 'python')
+    out = subprocess.run(
+        [python, '-c', 'import ansible.release, plasmid.ansible, '
+         'ansible_collections.plasmid.accel; print(ansible.release.__version__)'],
+        capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(
+            '%s cannot import plasmid (install it: %s/bin/pip install -q '
+            '--config-settings editable_mode=compat -e %s):\n%s'
+            % (venv, venv, REPO, out.stderr.strip()))
+    return out.stdout.strip()
+
+
+def sdist_for(full_version: str) -> str:
+    path = os.path.join(SDIST_DIR, 'ansible_core-%s.tar.gz' % full_version)
+    if not os.path.exists(path):
+        raise SystemExit('missing sdist %s' % path)
+    return path
+
+
+def unpack(sdist: str, dest: str) -> str:
+    """Unpack the sdist under dest (once); return the source root."""
+    name = os.path.basename(sdist)[:-len('.tar.gz')]
+    root = os.path.join(dest, name)
+    if not os.path.exists(os.path.join(root, 'test', 'lib', 'ansible_test')):
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(dest)
+        with tarfile.open(sdist) as tar:
+            tar.extractall(dest, filter='tar')
+    return root
+
+
+class Tree:
+    """One unpacked copy of ansible-core that runs one target at a time."""
+
+    def __init__(self, root: str, mode: str, key: str) -> None:
+        self.root = root
+        self.mode = mode
+        self.stats_dir = os.path.join(os.path.dirname(root), 'broker-stats')
+        # ansible-test looks for its ssh key pair in test/results/.tmp first.
+        tmp = os.path.join(root, 'test', 'results', '.tmp')
+        os.makedirs(tmp, exist_ok=True)
+        for suffix in ('', '.pub'):
+            shutil.copyfile(key + suffix, os.path.join(tmp, 'id_rsa' + suffix))
+        os.chmod(os.path.join(tmp, 'id_rsa'), 0o600)
+        shim_dir = os.path.join(root, 'test', 'support', 'integration',
+                                'plugins', 'connection')
+        if mode == 'plasmid':
+            os.makedirs(shim_dir, exist_ok=True)
+            os.makedirs(self.stats_dir, exist_ok=True)
+            with open(PLUGIN) as handle:
+                text = handle.read()
+            with open(os.path.join(shim_dir, 'ssh.py'), 'w') as handle:
+                handle.write(text + STATS_LINE % self.stats_dir)
+        else:
+            shutil.rmtree(os.path.join(root, 'test', 'support'), ignore_errors=True)
+
+    def clear_stats(self) -> None:
+        for path in glob.glob(os.path.join(self.stats_dir, '*.json')):
+            os.unlink(path)
+
+    def collect_stats(self, wait: float) -> list[dict]:
+        """Counters of every broker the target started (they write them
+        once their ansible process is gone)."""
+        deadline = time.time() + wait
+        found: list[dict] = []
+        stable_since = time.time()
+        while True:
+            before = len(found)
+            found = []
+            for path in sorted(glob.glob(os.path.join(self.stats_dir, '*.json'))):
+                try:
+                    with open(path) as handle:
+                        found.append(json.load(handle))
+                except (OSError, ValueError):
+                    pass
+            if len(found) != before:
+                stable_since = time.time()
+            # A broker writes within a second or so of its run's end.
+            if time.time() >= deadline or (found and time.time() - stable_since > 3):
+                return found
+            time.sleep(0.5)
+
+
+# ---------------------------------------------------------------- running
+
+from testbed.sshd import SshServer  # noqa: E402
+
+
+class Sshd(SshServer):
+    """The test bed's sshd, with sftp: ansible's ssh plugin transfers files
+    with sftp by default, and without it falls back to scp, then to dd."""
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        with open(self.config, 'a') as handle:
+            handle.write('Subsystem sftp internal-sftp\n')
+
+def run_logged(argv: list[str], log_path: str, cwd: str, env: dict,
+               timeout: float) -> tuple[int, bool]:
+    """Run argv with output to log_path; kill its process group on timeout."""
+    with open(log_path, 'w') as log:
+        log.write('$ cd %s && %s\n\n' % (cwd, ' '.join(argv)))
+        log.flush()
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+            return -1, True
+
+
+def base_env(venv: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(('ANSIBLE_', 'PLASMID_', 'PYTHON'))}
+    env['PATH'] = os.path.join(venv, 'bin') + os.pathsep + env.get('PATH', os.defpath)
+    env['ANSIBLE_NOCOLOR'] = '1'
+    return env
+
+
+def ansible_test_argv(venv: str, tree: Tree, target: str, port: int,
+                      verbosity: int) -> list[str]:
+    # The stub finds the tree's own ansible-test from where it is called:
+    # bin/ansible-test, a symlink as in ansible-core's git tree.
+    stub = os.path.join(tree.root, 'bin', 'ansible-test')
+    if not os.path.lexists(stub):
+        os.makedirs(os.path.dirname(stub), exist_ok=True)
+        os.symlink('../test/lib/ansible_test/_util/target/cli/ansible_test_cli_stub.py', stub)
+    argv = [os.path.join(venv, 'bin', 'python'), stub, 'integration', target,
+            '--target', 'ssh:root@127.0.0.1:%d,python=%s' % (port, TARGET_PYTHON),
+            '--allow-destructive', '--allow-root', '--allow-disabled',
+            '--allow-unstable', '--allow-unsupported', '--color', 'no']
+    if verbosity:
+        argv.append('-' + 'v' * verbosity)
+    return argv
+
+
+CONNECTION_INVENTORY = """\
+[ssh]
+ssh-pipelining ansible_ssh_pipelining=true ansible_pipelining=true
+ssh-no-pipelining ansible_ssh_pipelining=false ansible_pipelining=false
+[ssh:vars]
+ansible_host=127.0.0.1
+ansible_port={port}
+ansible_user=root
+ansible_ssh_private_key_file={key}
+ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null'
+ansible_connection={connection}
+ansible_python_interpreter={python}
+"""
+
+
+def connection_suite(venv: str, tree: Tree, port: int, key: str,
+                     log_path: str, timeout: float, verbosity: int) -> tuple[int, bool]:
+    """The hidden `connection` target, run as connection_ssh runs it."""
+    suite = os.path.join(tree.root, 'test', 'integration', 'targets', 'connection')
+    inventory = os.path.join(os.path.dirname(tree.root), 'connection.inventory')
+    with open(inventory, 'w') as handle:
+        handle.write(CONNECTION_INVENTORY.format(
+            port=port, key=key, python=TARGET_INTERPRETER,
+            connection='ssh' if tree.mode == 'vanilla' else 'plasmid.accel.ssh'))
+    env = base_env(venv)
+    env.update(INVENTORY=inventory, ANSIBLE_HOST_KEY_CHECKING='false',
+               ANSIBLE_LOCAL_TEMP=os.path.join(os.path.dirname(tree.root), 'ansible-local'))
+    if tree.mode == 'plasmid':
+        # Each ansible run's broker rewrites it: the last one's counters.
+        env['PLASMID_ANSIBLE_STATS'] = os.path.join(tree.stats_dir, 'broker-connection.json')
+    argv = ['bash', './test.sh', '-e', 'target_hosts=ssh', '-e', 'action_prefix=',
+            '-e', 'local_tmp=/tmp/ansible-local', '-e', 'remote_tmp=/tmp/ansible-remote']
+    if verbosity:
+        argv.append('-' + 'v' * verbosity)
+    return run_logged(argv, log_path, suite, env, timeout)
+
+
+def exclusive(tree: Tree, target: str) -> bool:
+    """Whether a target changes users or sudo rules of the machine."""
+    path = os.path.join(tree.root, 'test', 'integration', 'targets', target, 'aliases')
+    try:
+        with open(path) as handle:
+            aliases = handle.read()
+    except OSError:
+        return False
+    return any(word in aliases for word in (
+        'setup_test_user', 'setup_become_user_pair', 'become_unprivileged'))
+
+
+def target_context(tree: Tree, target: str) -> str:
+    path = os.path.join(tree.root, 'test', 'integration', 'targets', target, 'aliases')
+    try:
+        with open(path) as handle:
+            aliases = handle.read()
+    except OSError:
+        return 'missing'
+    if target == 'connection':
+        return 'ssh'
+    if 'context/controller' in aliases:
+        return 'controller'
+    return 'target'
+
+
+# ------------------------------------------------------------ log reading
+
+_IGNORED = re.compile(r'\.\.\.ignoring|ignore_errors')
+_FATAL = re.compile(r'^(fatal|failed): \[[^\]]*\]: (?:FAILED|UNREACHABLE)!')
+_OTHER = re.compile(r'(ERROR!|\[ERROR\]|^FAILURE|Traceback \(most recent|'
+                    r'AssertionError|^[A-Za-z]*Error: |No such file|'
+                    r'command not found|^ERROR: (?!Command ".*" returned exit status))')
+
+
+def _msg_of(line: str) -> str:
+    """The msg (or stderr) of a fatal line's JSON result, else the line."""
+    start = line.find('=> {')
+    if start >= 0:
+        try:
+            data = json.loads(line[start + 3:])
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            for key in ('msg', 'stderr', 'module_stderr', 'exception'):
+                value = data.get(key)
+                if isinstance(value, str) and value.strip():
+                    return '%s %s: %s' % (line[:start].strip(), key,
+                                          ' '.join(value.split()))
+            if 'assertion' in data:
+                return '%s assertion: %s' % (line[:start].strip(), data['assertion'])
+    return line
+
+
+def first_error(lines: list[str]) -> str:
+    """The first line that says what went wrong, for the report."""
+    task = ''
+    for i, line in enumerate(lines):
+        if line.startswith('TASK ['):
+            task = line.split('[', 1)[1].rsplit(']', 1)[0]
+        if _FATAL.search(line):
+            following = ' '.join(lines[i + 1:i + 3])
+            if _IGNORED.search(following):
+                continue
+            text = _msg_of(line)
+            return ('%s (task: %s)' % (text, task) if task else text)[:300]
+    for i, line in enumerate(lines):
+        if _OTHER.search(line) and not _IGNORED.search(' '.join(lines[i:i + 15])):
+            return line.strip()[:300]
+    for line in reversed(lines):
+        if line.startswith('ERROR:') or 'FAILED' in line:
+            return line.strip()[:300]
+    return (lines[-1].strip() if lines else '(empty log)')[:300]
+
+
+# ------------------------------------------------------------------ a run
+
+class Runner:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.lock = threading.Lock()
+
+    def run_version(self, version: str) -> None:
+        args = self.args
+        venv = venv_for(version)
+        full = check_venv(venv)
+        sdist = sdist_for(full)
+        vdir = os.path.join(args.results, version)
+        os.makedirs(vdir, exist_ok=True)
+        with Sshd() as server:
+            key = server.client_key
+            slots: dict[str, queue.Queue] = {}
+            for mode in args.modes:
+                slots[mode] = queue.Queue()
+                for n in range(args.jobs):
+                    root = unpack(sdist, os.path.join(args.results, 'work', version,
+                                                      '%s-%d' % (mode, n)))
+                    slots[mode].put(Tree(root, mode, key))
+            # ansible-test logs in as root with the key we placed in its tree.
+            with open(os.path.join(server.dir, 'authorized_keys', 'root'), 'w') as handle:
+                with open(key + '.pub') as pub:
+                    handle.write(pub.read())
+            os.chmod(os.path.join(server.dir, 'authorized_keys', 'root'), 0o644)
+            meta = {
+                'version': version, 'ansible_core': full, 'venv': venv,
+                'command': args.command_line,
+                'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+                'machine': machine(),
+            }
+            with open(os.path.join(vdir, 'meta.json'), 'w') as handle:
+                json.dump(meta, handle, indent=1)
+            any_tree = slots[args.modes[0]].queue[0]
+            self.pending = [(target, mode) for target in args.targets for mode in args.modes]
+            self.running: list[tuple[str, bool]] = []
+            self.exclusive = {t for t in args.targets if exclusive(any_tree, t)}
+            self.cond = threading.Condition()
+            workers = [threading.Thread(target=self.worker, args=(version, venv, server, slots))
+                       for _ in range(args.jobs)]
+            for thread in workers:
+                thread.start()
+            for thread in workers:
+                thread.join()
+
+    def worker(self, version: str, venv: str, server, slots: dict) -> None:
+        """Run jobs until none is left.  A target never runs twice at once
+        (vanilla and plasmid would share its fixed paths), and targets that
+        create users or sudo rules run alone."""
+        while True:
+            with self.cond:
+                while True:
+                    if not self.pending:
+                        return
+                    job = next((j for j in self.pending if self._may_start(j[0])), None)
+                    if job is not None:
+                        break
+                    self.cond.wait()
+                self.pending.remove(job)
+                entry = (job[0], job[0] in self.exclusive)
+                self.running.append(entry)
+            try:
+                self.run_one(version, venv, server, slots[job[1]], job[0], job[1])
+            except Exception as exc:  # report and go on with the others
+                print('%s %s %s: runner error %r' % (version, job[1], job[0], exc), flush=True)
+            finally:
+                with self.cond:
+                    self.running.remove(entry)
+                    self.cond.notify_all()
+
+    def _may_start(self, target: str) -> bool:
+        if any(name == target or alone for name, alone in self.running):
+            return False
+        return not (target in self.exclusive and self.running)
+
+    def run_one(self, version: str, venv: str, server, slots: queue.Queue,
+                target: str, mode: str) -> None:
+        args = self.args
+        tree: Tree = slots.get()
+        try:
+            out_dir = os.path.join(args.results, version, mode)
+            os.makedirs(out_dir, exist_ok=True)
+            log_path = os.path.join(out_dir, target + '.log')
+            context = target_context(tree, target)
+            tree.clear_stats()
+            started = time.time()
+            if context == 'missing':
+                with open(log_path, 'w') as handle:
+                    handle.write('no such target in ansible-core %s\n' % version)
+                rc, timed_out = 127, False
+            elif target == 'connection':
+                rc, timed_out = connection_suite(venv, tree, server.port, server.client_key,
+                                                 log_path, args.timeout, args.verbosity)
+            else:
+                env = base_env(venv)
+                rc, timed_out = run_logged(
+                    ansible_test_argv(venv, tree, target, server.port, args.verbosity),
+                    log_path, tree.root, env, args.timeout)
+            seconds = time.time() - started
+            brokers = tree.collect_stats(wait=12.0) if mode == 'plasmid' else []
+            with open(log_path, errors='replace') as handle:
+                lines = handle.read().splitlines()
+            result = {
+                'target': target, 'mode': mode, 'version': version,
+                'context': context, 'rc': rc, 'timed_out': timed_out,
+                'passed': rc == 0, 'seconds': round(seconds, 1),
+                'reason': '' if rc == 0 else (
+                    'timed out after %d s' % args.timeout if timed_out else first_error(lines)),
+                'brokers': len(brokers),
+                'counters': sum_counters(brokers),
+                'log': os.path.relpath(log_path, REPO),
+                'tail': lines[-40:],
+            }
+            with open(os.path.join(out_dir, target + '.json'), 'w') as handle:
+                json.dump(result, handle, indent=1)
+            with self.lock:
+                print('%s %-8s %-30s %s %6.1fs%s' % (
+                    version, mode, target, 'pass' if rc == 0 else 'FAIL', seconds,
+                    ' brokers=%d' % len(brokers) if mode == 'plasmid' else ''),
+                    flush=True)
+        finally:
+            slots.put(tree)
+
+
+def sum_counters(brokers: list[dict]) -> dict:
+    total: dict = {}
+    for stats in brokers:
+        for key, value in stats.items():
+            if isinstance(value, (int, float)):
+                total[key] = total.get(key, 0) + value
+    return total
+
+
+def machine() -> str:
+    try:
+        with open('/proc/cpuinfo') as handle:
+            cpu = next((l.split(':', 1)[1].strip() for l in handle
+                        if l.startswith('model name')), '?')
+    except OSError:
+        cpu = '?'
+    return '%s %s, %s, %d cores, Python %s (controller: the venv\'s), target /usr/bin/python3.11' % (
+        platform.system(), platform.release(), cpu, os.cpu_count() or 0,
+        platform.python_version())
+
+
+# ----------------------------------------------------------------- report
+
+def load_results(results: str) -> tuple[dict, dict]:
+    found: dict = {}
+    metas: dict = {}
+    for path in glob.glob(os.path.join(results, '*', '*', '*.json')):
+        with open(path) as handle:
+            data = json.load(handle)
+        found[(data['version'], data['mode'], data['target'])] = data
+    for path in glob.glob(os.path.join(results, '*', 'meta.json')):
+        with open(path) as handle:
+            data = json.load(handle)
+        metas[data['version']] = data
+    return found, metas
+
+
+def write_report(results: str, doc: str, targets: tuple) -> None:
+    found, metas = load_results(results)
+    versions = sorted({v for v, _, _ in found}, key=lambda v: tuple(map(int, v.split('.'))),
+                      reverse=True)
+    names = list(targets) + sorted({t for _, _, t in found} - set(targets))
+    out = ['# ansible-core integration targets, vanilla and accelerated', '',
+           'Written by `tests/ansible/compat/run_targets.py` (see its docstring for how it',
+           'works). Each of ansible-core\'s own integration targets was run with the',
+           "release's own ansible-test against a private sshd on 127.0.0.1, logged in as",
+           'root; once as ansible-test configures it (*vanilla*: connection `ssh`,',
+           'pipelining on) and once with the connection name `ssh` resolving to',
+           'plasmid.accel.ssh (*plasmid*). `connection` is the hidden conformance suite,',
+           'run like connection_ssh runs it (two hosts, pipelining on and off).', '',
+           '## How to reproduce', '',
+           'One command runs the targets for the versions it is given and rewrites this',
+           'file from every result under build/ansible-compat/ (as root, after .ci/setup',
+           'or with plasmid installed in the /opt/ansible venvs):', '',
+           '```sh',
+           'python3 tests/ansible/compat/run_targets.py --versions 2.21,2.18,2.19,2.20 --jobs 2',
+           '```', '',
+           '`--targets a,b` runs some targets only, `--report-only` rewrites this file from',
+           'the stored results. Logs: build/ansible-compat/VERSION/MODE/TARGET.log.', '',
+           '## Runs', '',
+           '| version | ansible-core | date | command |', '|---|---|---|---|']
+    for v in versions:
+        meta = metas.get(v, {})
+        out.append('| %s | %s | %s | `%s` |' % (v, meta.get('ansible_core', '?'),
+                                                meta.get('date', '?'), meta.get('command', '?')))
+    machines = sorted({m.get('machine', '?') for m in metas.values()})
+    out += ['', 'Machine: ' + '; '.join(machines), '']
+    out += ['## Results', '',
+            'Cells: vanilla / plasmid. `pass`, `FAIL`; `FAIL*` = fails without the',
+            'accelerator too; `(local)` = ansible-test runs this target on the controller',
+            '(alias context/controller: connection `local`), so the accelerator is not',
+            'used in it; `pass (no broker)` = a target-side target in which no broker ran.', '']
+    header = '| target | ' + ' | '.join(versions) + ' |'
+    out += [header, '|---|' + '---|' * len(versions)]
+    summary: dict = {v: {m: [0, 0] for m in MODES} for v in versions}
+    for name in names:
+        cells = []
+        for v in versions:
+            van = found.get((v, 'vanilla', name))
+            pla = found.get((v, 'plasmid', name))
+            parts = []
+            for res, mode in ((van, 'vanilla'), (pla, 'plasmid')):
+                if res is None:
+                    parts.append('–')
+                    continue
+                summary[v][mode][1] += 1
+                if res['passed']:
+                    summary[v][mode][0] += 1
+                    text = 'pass'
+                elif mode == 'plasmid' and van is not None and not van['passed']:
+                    text = 'FAIL*'
+                else:
+                    text = 'FAIL'
+                if mode == 'plasmid':
+                    if res['context'] == 'controller':
+                        text += ' (local)'
+                    elif not res['brokers'] and res['context'] != 'missing':
+                        text += ' (no broker)'
+                parts.append(text)
+            cells.append(' / '.join(parts))
+        out.append('| %s | %s |' % (name, ' | '.join(cells)))
+    out += ['', '| passed | ' + ' | '.join(
+        '%d/%d / %d/%d' % (tuple(summary[v]['vanilla']) + tuple(summary[v]['plasmid']))
+        for v in versions) + ' |', '']
+    out += ['## Failures', '',
+            'The first meaningful error line of each failing run\'s log.', '']
+    for v in versions:
+        rows = [found[k] for k in sorted(found) if k[0] == v and not found[k]['passed']]
+        if not rows:
+            continue
+        out += ['### %s' % v, '']
+        for res in sorted(rows, key=lambda r: (names.index(r['target'])
+                                               if r['target'] in names else 999, r['mode'])):
+            also = ''
+            if res['mode'] == 'plasmid':
+                van = found.get((v, 'vanilla', res['target']))
+                if van is not None and not van['passed']:
+                    also = ' (fails without the accelerator too)'
+                else:
+                    also = ' (**accelerator only**)'
+            out.append('- `%s` %s%s: %s' % (res['target'], res['mode'], also,
+                                            res['reason'].replace('|', '\\|').replace('`', "'")))
+        out.append('')
+    out += ['## Accelerator use per target', '',
+            'Brokers started and their summed counters (module runs from RAM, commands',
+            'through the shell, commands run as given) in the plasmid runs.', '']
+    for v in versions:
+        out += ['### %s' % v, '', '| target | s vanilla | s plasmid | brokers | module_runs | shell | as given | contexts |',
+                '|---|---|---|---|---|---|---|---|']
+        for name in names:
+            van = found.get((v, 'vanilla', name))
+            pla = found.get((v, 'plasmid', name))
+            if pla is None and van is None:
+                continue
+            c = (pla or {}).get('counters', {})
+            out.append('| %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                name, van and '%.0f' % van['seconds'] or '–',
+                pla and '%.0f' % pla['seconds'] or '–',
+                pla and pla['brokers'] or 0, c.get('module_runs', 0), c.get('shell', 0),
+                c.get('shell_as_given', 0) + c.get('shell_as_given_failed', 0),
+                c.get('contexts', 0)))
+        out.append('')
+    os.makedirs(os.path.dirname(doc), exist_ok=True)
+    with open(doc, 'w') as handle:
+        handle.write('\n'.join(out))
+
+
+# ------------------------------------------------------------------- main
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--versions', default='2.21',
+                        help='comma-separated ansible-core versions (%s)' % ','.join(VERSIONS))
+    parser.add_argument('--targets', default=','.join(TARGETS),
+                        help='comma-separated targets (default: the %d of the issue)' % len(TARGETS))
+    parser.add_argument('--modes', default=','.join(MODES))
+    parser.add_argument('--jobs', type=int, default=1, help='targets run at once (at most 2 advised)')
+    parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per target')
+    parser.add_argument('-v', dest='verbosity', action='count', default=1,
+                        help='more ansible-test verbosity (default -v)')
+    parser.add_argument('--results', default=DEFAULT_RESULTS)
+    parser.add_argument('--doc', default=DEFAULT_DOC)
+    parser.add_argument('--report-only', action='store_true')
+    args = parser.parse_args(argv)
+    args.versions = [v for v in args.versions.split(',') if v]
+    args.targets = [t for t in args.targets.split(',') if t]
+    args.modes = [m for m in args.modes.split(',') if m]
+    args.command_line = 'python3 tests/ansible/compat/run_targets.py ' + ' '.join(argv)
+    if not args.report_only:
+        if os.geteuid() != 0:
+            raise SystemExit('run as root: the targets need sshd and root')
+        runner = Runner(args)
+        for version in args.versions:
+            runner.run_version(version)
+    write_report(args.results, args.doc, TARGETS)
+    print('wrote', args.doc)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
