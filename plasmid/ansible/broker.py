@@ -215,21 +215,29 @@ class Broker:
         become user's) goes through the login context then, which runs it
         in order: no round trip is spent waiting for the calls ahead."""
         login = self._login(spec)
+        self.counts['round_trips'] += 1
         if found is login or not login.deferred:
             result = found.context.call(func, *args)
         else:
             result = login.context.call(target.relay, found.context,
                                         func.__name__, args)
             self.counts['relayed'] += 1
-        self._check_deferred(login)
+        for sent in {id(login): login, id(found): found}.values():
+            self._check_deferred(sent)
         return result
 
-    def _check_deferred(self, login: Target) -> None:
-        """Forget the calls sent ahead that have finished; raise the first
-        failure among them."""
+    def _call_ahead_of(self, found: Target, func, *args: Any) -> None:
+        """Send a call that the next call to *found* needs done first: the
+        context runs calls in order, so nobody waits for it."""
+        found.deferred.append(found.context.call_async(func, *args))
+        self.counts['sent_ahead'] += 1
+
+    def _check_deferred(self, sent: Target) -> None:
+        """Forget the calls sent ahead to *sent* that have finished; raise
+        the first failure among them."""
         failure = None
-        for future in [f for f in login.deferred if f.done()]:
-            login.deferred.remove(future)
+        for future in [f for f in sent.deferred if f.done()]:
+            sent.deferred.remove(future)
             try:
                 future.result()
             except plasmid.Error as exc:
@@ -278,7 +286,7 @@ class Broker:
             return
         with found.lock:
             if digest not in found.zips:
-                found.context.call(target.add_zip, digest, data)
+                self._call_ahead_of(found, target.add_zip, digest, data)
                 found.zips.add(digest)
                 self.counts['zips_sent'] += 1
                 self.counts['zip_bytes_sent'] += len(data)

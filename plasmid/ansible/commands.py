@@ -99,12 +99,16 @@ _MKDTEMP = re.compile(
     r'mkdir "` echo (?P=base)/(?P<name>ansible-tmp-[\w.-]+) `" && '
     r'echo (?P=name)="` echo (?P=base)/(?P=name) `" \)$')
 _CLEANUP = re.compile(r'^rm -f -r (?P<path>[\w./~-]+) > /dev/null 2>&1$')
+# Making the task's own files readable or executable by their owner, the
+# login user: it cannot fail where the files could be written.
+_CHMOD_OWN = re.compile(r'^chmod u\+[rwx]+( [\w./~-]*/ansible-tmp-[\w.-]+/'
+                        r'[\w./-]*)+$')
 _PLAIN_PATH = re.compile(r'^(~|~/[\w./-]*|/[\w./-]*)$')
 
 
 @dataclass
 class Housekeeping:
-    kind: str          # 'home', 'mkdtemp' or 'cleanup'
+    kind: str          # 'home', 'mkdtemp' or 'later' (output unread)
     base: str = ''     # mkdtemp: the directory it is made in
     name: str = ''     # mkdtemp: the new directory's name
 
@@ -117,6 +121,6 @@ def housekeeping(text: str) -> Optional[Housekeeping]:
     if match and _PLAIN_PATH.match(match.group('base')):
         return Housekeeping('mkdtemp', match.group('base'),
                             match.group('name'))
-    if _CLEANUP.match(text):
-        return Housekeeping('cleanup')
+    if _CLEANUP.match(text) or _CHMOD_OWN.match(text):
+        return Housekeeping('later')
     return None

@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Run:
     rc: int
     output: str
+    pid: int
     results: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)
 
@@ -60,12 +61,13 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     if accelerated:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
     env.update(extra_env or {})
-    proc = subprocess.run(
-        [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
-         str(book), *args], env=env, cwd=str(tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        timeout=600)
-    run = Run(proc.returncode, proc.stdout)
+    with subprocess.Popen(
+            [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
+             str(book), *args], env=env, cwd=str(tmp_path),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True) as proc:
+        output, _ = proc.communicate(timeout=600)
+    run = Run(proc.returncode, output, proc.pid)
     if record.exists():
         run.results = [json.loads(line) for line in
                        record.read_text().splitlines()]

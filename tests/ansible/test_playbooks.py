@@ -172,6 +172,40 @@ def test_contexts_end_with_the_run(ansible_bin, ansible_account, sshd,
             break
         time.sleep(0.1)
     assert not left.strip(), 'processes left behind: %s' % left
-    brokers = subprocess.run(['pgrep', '-f', 'plasmid.ansible.broker'],
+    # The broker serving this run names its socket after the run's pid.
+    brokers = subprocess.run(['pgrep', '-f', 'broker-%d.sock' % ours.pid],
                              stdout=subprocess.PIPE, text=True).stdout
     assert not brokers.strip(), brokers
+
+
+COPIES = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: small files
+      copy: content="file {{ item }} {{ tag }}\\n" dest=/tmp/plasmid-copies-{{ tag }}-{{ item }}
+      become: true
+      loop: [1, 2, 3, 4, 5]
+    - name: read one back
+      command: cat /tmp/plasmid-copies-{{ tag }}-3
+      register: back
+    - name: clean up
+      shell: rm -f /tmp/plasmid-copies-{{ tag }}-*
+      become: true
+"""
+
+
+def test_small_copy_costs_one_round_trip_beyond_the_module(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    inv = inventory(sshd, ansible_account)
+    tag = 'rt%d' % time.time()
+    ours = run_playbook(ansible_bin, tmp_path, COPIES, inv, True,
+                        args=('-e', 'tag=' + tag))
+    assert ours.rc == 0, ours.output
+    back = [r for r in ours.results if r['task'] == 'read one back']
+    assert back[0]['result']['stdout'] == 'file 3 %s' % tag
+    # Each copy: the stat module and the copy module wait for an answer;
+    # the temp dir, the file and the clean-up go ahead without waiting.
+    # Plus one look-up of the home directory, and the two other tasks.
+    assert ours.stats['round_trips'] <= 2 * 5 + 1 + 2, ours.stats
+    assert ours.stats['sent_ahead'] >= 3 * 5, ours.stats
