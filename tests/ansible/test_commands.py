@@ -1,0 +1,83 @@
+"""Taking command lines apart: the shapes ansible-core's sh shell and sudo
+become plugins produce, and the ones that must fall back."""
+from __future__ import annotations
+
+import pytest
+
+from plasmid.ansible import commands
+
+SUCCESS = 'BECOME-SUCCESS-abcdefghijklmnopqrstuvwxyzabcdef'
+
+
+def sudo_wrapped(inner: str, sleep: bool) -> str:
+    tail = ' && sleep 0' if sleep else ''
+    return ("/bin/sh -c 'sudo -H -S -n  -u root /bin/sh -c '\"'\"'echo %s ; "
+            "%s'\"'\"'%s'" % (SUCCESS, inner, tail))
+
+
+@pytest.mark.parametrize('sleep', [True, False])  # 2.18-2.20, 2.21
+def test_become_module_run(sleep: bool) -> None:
+    cmd = sudo_wrapped('/usr/bin/python3', sleep)
+    parsed = commands.parse(cmd, SUCCESS)
+    assert parsed.become and parsed.interpreter == '/usr/bin/python3'
+    assert parsed.env == {}
+
+
+def test_environment_before_the_interpreter() -> None:
+    cmd = ("/bin/sh -c 'FOO='\"'\"'bar baz'\"'\"' LANG=C.UTF-8 "
+           "/usr/bin/python3 && sleep 0'")
+    parsed = commands.parse(cmd, None)
+    assert not parsed.become
+    assert parsed.env == {'FOO': 'bar baz', 'LANG': 'C.UTF-8'}
+    assert parsed.interpreter == '/usr/bin/python3'
+
+
+def test_plain_shell_command_keeps_its_text() -> None:
+    parsed = commands.parse("/bin/sh -c 'echo ~root && sleep 0'", None)
+    assert parsed.text == 'echo ~root' and parsed.interpreter is None
+
+
+@pytest.mark.parametrize('cmd', [
+    'echo raw command',                          # raw: no shell wrapper
+    "/bin/sh -c 'unbalanced",                    # not shell syntax
+    "/bin/bash -x -c 'echo hi'",                 # another shape
+])
+def test_unknown_shapes_fall_back(cmd: str) -> None:
+    assert commands.parse(cmd, None) is None
+
+
+def test_become_marker_must_match() -> None:
+    cmd = sudo_wrapped('/usr/bin/python3', True)
+    assert commands.parse(cmd, 'BECOME-SUCCESS-other') is None
+
+
+def test_shell_metacharacters_are_not_an_interpreter() -> None:
+    parsed = commands.parse("/bin/sh -c '/usr/bin/python3; rm -rf x'", None)
+    assert parsed.interpreter is None
+
+
+def test_housekeeping_shapes() -> None:
+    mkdtemp = ('( umask 77 && mkdir -p "` echo ~/.ansible/tmp `"&& mkdir "` '
+               'echo ~/.ansible/tmp/ansible-tmp-1.5-22-33 `" && echo '
+               'ansible-tmp-1.5-22-33="` echo ~/.ansible/tmp/ansible-tmp-'
+               '1.5-22-33 `" )')
+    found = commands.housekeeping(mkdtemp)
+    assert (found.kind, found.base, found.name) == \
+        ('mkdtemp', '~/.ansible/tmp', 'ansible-tmp-1.5-22-33')
+    assert commands.housekeeping('echo ~deploy').kind == 'home'
+    assert commands.housekeeping(
+        'rm -f -r /tmp/x/ansible-tmp-1-2-3/ > /dev/null 2>&1').kind == 'later'
+    assert commands.housekeeping(
+        'chmod u+rwx /h/.ansible/tmp/ansible-tmp-1-2-3/ '
+        '/h/.ansible/tmp/ansible-tmp-1-2-3/source').kind == 'later'
+
+
+@pytest.mark.parametrize('text', [
+    'echo ~; id',                                # more than a home lookup
+    'chmod 777 /etc/passwd',                     # not the task's files
+    'rm -f -r /tmp/x > /dev/null 2>&1; reboot',  # a tail
+    '( umask 77 && mkdir -p "` echo $HOME `"&& mkdir "` echo $HOME/ansible-'
+    'tmp-1 `" && echo ansible-tmp-1="` echo $HOME/ansible-tmp-1 `" )',
+])
+def test_housekeeping_refuses_anything_else(text: str) -> None:
+    assert commands.housekeeping(text) is None
