@@ -218,10 +218,17 @@ class Broker:
         self.counts['round_trips'] += 1
         if found is login or not login.deferred:
             result = found.context.call(func, *args)
-        else:
+        elif found.context.via is login.context:
             result = login.context.call(target.relay, found.context,
                                         func.__name__, args)
             self.counts['relayed'] += 1
+        else:
+            # Another login interpreter started *found*: only its parent
+            # could relay, so wait for the calls sent ahead instead.
+            for future in list(login.deferred):
+                future.result()
+            self.counts['round_trips'] += 1
+            result = found.context.call(func, *args)
         for sent in {id(login): login, id(found): found}.values():
             self._check_deferred(sent)
         return result

@@ -393,6 +393,24 @@ def _wait(pid):
 
 # -------------------------------------------------------- shell commands
 
+def _shell_environment():
+    """The environment for shell commands: this interpreter's, without
+    what Python added for itself.  Started in the C locale, Python 3.7+
+    sets LC_CTYPE=C.UTF-8 in its own environment (PEP 538); a shell that
+    sshd starts has no such variable, and messages of programs (quotes,
+    translations) would differ from vanilla's."""
+    env = dict(os.environ)
+    if 'LC_CTYPE' in env:
+        try:
+            with open('/proc/self/environ', 'rb') as handle:
+                started_with = handle.read().split(b'\0')
+        except (IOError, OSError):
+            return env
+        if not any(e.startswith(b'LC_CTYPE=') for e in started_with):
+            del env['LC_CTYPE']
+    return env
+
+
 def run_shell(command, in_data=None, prompt=None, password=None,
               success=None, tty=False):
     """``/bin/sh -c command``; *in_data* on its stdin.
@@ -407,7 +425,8 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
-                            preexec_fn=_default_signals)
+                            preexec_fn=_default_signals,
+                            env=_shell_environment())
     if prompt is None and success is None:
         out, err = proc.communicate(in_data or b'')
         return proc.returncode, out, err
@@ -446,7 +465,8 @@ def _run_on_tty(command):
     try:
         proc = subprocess.Popen(['/bin/sh', '-c', command], stdin=slave,
                                 stdout=slave, stderr=slave, close_fds=True,
-                                preexec_fn=_new_session)
+                                preexec_fn=_new_session,
+                                env=_shell_environment())
     finally:
         os.close(slave)
     chunks = []

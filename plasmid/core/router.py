@@ -199,8 +199,12 @@ class Router(object):
             return msg.stream is not None and msg.stream is not self.parent
         if policy == FROM_ANY:
             return True
-        # One context's replies, or this router's own error answers.
-        return msg.src == policy or msg.stream is None
+        # One context's replies, this router's own error answers, or an
+        # error answer from a router on the way to that context (which
+        # could not pass the call on): it comes on the link the reply
+        # would take, whose routers can drop or answer for it anyway.
+        return msg.src == policy or msg.stream is None or \
+            msg.stream is self.routes.get(policy, self.parent)
 
     def _undeliverable(self, msg, reason):
         if msg.reply_to and msg.handle != LOG_RECORD:

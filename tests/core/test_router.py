@@ -274,6 +274,24 @@ def test_replies_are_accepted_only_from_the_awaited_context(
     assert handle not in master.pending and handle not in master.handlers
 
 
+def test_a_router_on_the_way_may_answer_for_the_awaited_context(
+        master: Router, child: Router) -> None:
+    # The master awaits 6, behind 5: 5 says it could not pass the call on.
+    latch = Latch(master.loop)
+    handle = master.expect_reply(6, latch)
+    arrive(master, master.a, 0, 5, handle, (False, ContextLost('no route')))
+    assert latch.is_set
+    # A context awaits 42, somewhere above: its parent refused to route
+    # the call (a sibling's child, say) and answers instead.  Before, the
+    # answer was dropped and the caller waited for ever.
+    latch = Latch(child.loop)
+    handle = child.expect_reply(42, latch)
+    arrive(child, child.p, 5, 0, handle, (False, ContextLost('refused')))
+    assert latch.is_set
+    ok, err = latch.value.value()
+    assert ok is False and isinstance(err, ContextLost)
+
+
 def test_own_undeliverable_message_answers_with_context_lost(
         master: Router) -> None:
     latch = Latch(master.loop)

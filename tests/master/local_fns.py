@@ -147,3 +147,8 @@ def log_then_sleep(count, seconds):
         LOG.warning('before sleep %d', i)
     time.sleep(seconds)
     return count
+
+
+def call_getpid_of(context):
+    """Call another context from this one (it may not be reachable)."""
+    return context.call(getpid)

@@ -209,3 +209,16 @@ def test_many_router_cycles_leak_nothing() -> None:
     assert [p for p in pids if alive(p)] == []
     assert zombie_children() == []
     assert fd_count() == fds_before
+
+
+def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
+        router: plasmid.Router) -> None:
+    """A context may not address its sibling's child: the master refuses
+    to route the call, and the caller learns so at once."""
+    left, right = router.local(name='left'), router.local(name='right')
+    below = router.local(name='below', via=right)
+    with pytest.raises(plasmid.CallError) as caught:
+        left.call_async(local_fns.call_getpid_of, below).result(timeout=10)
+    assert 'ContextLost' in str(caught.value)
+    # Its parent may call it.
+    assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
