@@ -17,7 +17,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from testbed.accounts import kill_user_processes  # noqa: E402
+from testbed.accounts import USER_B, kill_user_processes  # noqa: E402
+from runner import PASSWORD  # noqa: E402
 
 ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
 # One account per test session: sessions running side by side (a developer
@@ -49,10 +50,15 @@ def ansible_account(sshd) -> Iterator[str]:
     if subprocess.call(['id', ACCOUNT], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL):
         subprocess.check_call(['useradd', '-m', '-s', '/bin/sh', ACCOUNT])
-    # '*' keeps the account usable with keys: sshd refuses locked ones.
-    subprocess.check_call(['usermod', '-p', '*', ACCOUNT])
+    # A password unlocks the account for sshd's key login and is what
+    # sudo asks for when becoming USER_B.
+    subprocess.run(['chpasswd'], input='%s:%s\n' % (ACCOUNT, PASSWORD),
+                   text=True, check=True)
     with open(SUDOERS, 'w') as handle:
-        handle.write('%s ALL=(ALL) NOPASSWD: ALL\n' % ACCOUNT)
+        handle.write('Defaults:%s timestamp_timeout=0\n'
+                     '%s ALL=(root) NOPASSWD: ALL\n'
+                     '%s ALL=(%s) PASSWD: ALL\n'
+                     % (ACCOUNT, ACCOUNT, ACCOUNT, USER_B))
     os.chmod(SUDOERS, 0o440)
     sshd.server.authorize(ACCOUNT)
     try:

@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The test account's password: sudo asks for it when becoming USER_B.
+PASSWORD = 'ansible-pw-5Tz8'
 
 
 @dataclass

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from runner import inventory, run_playbook
+from runner import PASSWORD, inventory, run_playbook
 
 # Keys whose values differ from run to run, vanilla or not.
 VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
@@ -15,7 +15,8 @@ VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'exception', 'module_stderr', 'module_stdout', 'src', 'md5sum',
             'mtime', 'atime', 'ctime', 'inode', 'dev', 'backup_file',
             'checksum', 'diff', 'stat', 'size', 'uid', 'gid', 'mode',
-            'owner', 'group', 'state', 'path'}
+            'owner', 'group', 'state', 'path', 'results_file',
+            'ansible_job_id', 'attempts', 'elapsed'}
 
 
 def comparable(result: dict) -> dict:
@@ -209,3 +210,64 @@ def test_small_copy_costs_one_round_trip_beyond_the_module(
     # Plus one look-up of the home directory, and the two other tasks.
     assert ours.stats['round_trips'] <= 2 * 5 + 1 + 2, ours.stats
     assert ours.stats['sent_ahead'] >= 3 * 5, ours.stats
+
+
+LIFECYCLE = """
+- hosts: targets
+  gather_facts: true
+  tasks:
+    - name: facts name the interpreter
+      debug: var=ansible_facts.python.executable
+    - name: async fire
+      command: sleep 1
+      async: 20
+      poll: 0
+      register: job
+    - name: async wait
+      async_status: jid={{ job.ansible_job_id }}
+      register: waited
+      until: waited.finished
+      retries: 40
+      delay: 0.5
+    - name: async polled
+      command: echo polled
+      async: 20
+      poll: 1
+    - name: sudo with a password
+      command: id -un
+      become: true
+      become_user: %(user_b)s
+      vars: {ansible_become_password: %(password)s}
+    - name: sudo with a wrong password
+      command: id -un
+      become: true
+      become_user: %(user_b)s
+      vars: {ansible_become_password: wrong-password}
+      ignore_errors: true
+    - name: reset
+      meta: reset_connection
+    - name: after reset
+      command: id -un
+      become: true
+    - name: wait for connection
+      wait_for_connection:
+"""
+
+
+def test_password_become_async_and_reset_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    from testbed import USER_B
+    book = LIFECYCLE % {'user_b': USER_B, 'password': PASSWORD}
+    # Interpreter discovery included: no ansible_python_interpreter.
+    inv = inventory(sshd, ansible_account).replace(
+        'ansible_python_interpreter=/usr/bin/python3', '')
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert ours.rc == 0, ours.output
+    assert_same(vanilla, ours)
+    results = {r['task']: r for r in ours.results}
+    assert results['sudo with a password']['result']['stdout'] == USER_B
+    wrong = results['sudo with a wrong password']
+    assert wrong['status'] == 'failed'
+    assert 'Incorrect sudo password' in wrong['result']['msg']
+    assert 'Traceback' not in ours.output
