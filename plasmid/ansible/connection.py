@@ -190,9 +190,11 @@ class Connection(ConnectionBase):
                 chunk = source.read(CHUNK)
                 if not chunk and offset:
                     break
-                # A file that fits one chunk goes ahead without waiting:
-                # the module that reads it runs after it on the target.
-                ahead = offset == 0 and len(chunk) < CHUNK
+                # Chunks go ahead without waiting, a few at a time (the
+                # broker bounds them); the last of a large file waits, so
+                # that a failure shows here.  A file of one chunk goes
+                # ahead: the module that reads it runs after it.
+                ahead = len(chunk) == CHUNK or offset == 0
                 self._call('put', spec, out_path, chunk, offset, offset == 0,
                            ahead)
                 offset += len(chunk)

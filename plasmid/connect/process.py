@@ -5,6 +5,7 @@ import signal
 import subprocess
 
 from plasmid.core.errors import ConnectError
+from plasmid.core.loop import widen_pipe
 
 
 def _ignore_interrupts():
@@ -25,6 +26,8 @@ class Process(object):
     def __init__(self, argv, tty=False):
         self.argv = argv
         pipes = [os.pipe() for _ in range(3)]
+        for read_end, write_end in pipes[:2]:
+            widen_pipe(write_end)
         self.tty_fd = None
         tty_slave = None
         if tty:

@@ -16,7 +16,7 @@ from plasmid.core.context import Context
 from plasmid.core.dispatch import Dispatcher
 from plasmid.core.framing import FrameReader
 from plasmid.core.importer import Importer
-from plasmid.core.loop import Loop
+from plasmid.core.loop import Loop, widen_pipe
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN, FROM_PARENT, Router
 from plasmid.core.stream import Stream
 
@@ -60,6 +60,8 @@ class ChildContext(object):
         self.blob = blob  # the compressed bootstrap, to start children
         self.rfd = os.dup(0)
         self.wfd = os.dup(1)
+        for fd in (self.rfd, self.wfd):
+            widen_pipe(fd)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.close(null)

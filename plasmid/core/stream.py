@@ -13,6 +13,7 @@ LOG = logging.getLogger('plasmid.stream')
 # Reads above glibc's mmap threshold (128 KiB) cost a map and an unmap
 # each; 64 KiB stays on the heap.
 READ_SIZE = 64 * 1024
+BURST_SIZE = 4 * 1024 * 1024
 
 
 class Stream(object):
@@ -53,9 +54,32 @@ class Stream(object):
 
     # ------------------------------------------------------------ input
 
+    def _read_burst(self):
+        """Whatever the fd holds now, up to BURST_SIZE: a large message
+        then costs one wake-up of the loop per burst, not per 64 KiB."""
+        data = os.read(self.rfd, READ_SIZE)
+        if len(data) < READ_SIZE:
+            return data
+        chunks = [data]
+        size = len(data)
+        while size < BURST_SIZE:
+            try:
+                more = os.read(self.rfd, READ_SIZE)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EINTR):
+                    break
+                raise
+            if not more:
+                break  # the end shows on the next wake-up
+            chunks.append(more)
+            size += len(more)
+            if len(more) < READ_SIZE:
+                break
+        return b''.join(chunks)
+
     def on_readable(self):
         try:
-            data = os.read(self.rfd, READ_SIZE)
+            data = self._read_burst()
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EINTR):
                 return
