@@ -119,6 +119,14 @@ class Pool:
 
     def _sudo(self, spec: dict, options: dict, via: Target,
               python: Optional[str]) -> plasmid.Context:
+        if options.get('method') == 'su':
+            return self.router.su(
+                via=via.context, username=options.get('username') or 'root',
+                password=options.get('password'),
+                su_args=options.get('flags') or [],
+                su_path=options.get('exe') or None,
+                python_path=python or via.context.python_path,
+                connect_timeout=spec['ssh'].get('connect_timeout') or 30)
         return self.router.sudo(
                 via=via.context, username=options.get('username') or 'root',
                 password=options.get('password'),

@@ -52,15 +52,18 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
     return command
 
 
-def _unwrap_become(text: str, success: str) -> Optional[str]:
-    """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD."""
+def _unwrap_become(text: str, success: str, depth: int = 0) -> Optional[str]:
+    """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD; su adds one
+    more level: ``su <user> -c '<sh> -c ...'``."""
     words = _split(_SLEEP.sub('', text))
     if words is None or len(words) < 3 or words[-2] != '-c':
         return None
     echo = 'echo %s ; ' % success
-    if not words[-1].startswith(echo):
-        return None
-    return _SLEEP.sub('', words[-1][len(echo):])
+    if words[-1].startswith(echo):
+        return _SLEEP.sub('', words[-1][len(echo):])
+    if depth == 0:
+        return _unwrap_become(words[-1], success, 1)
+    return None
 
 
 def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:

@@ -31,7 +31,9 @@ from plasmid.ansible import commands, payload
 from plasmid.ansible.client import BrokerError, Client
 
 CHUNK = 4 << 20
-SUDO_NAMES = ('sudo', 'ansible.builtin.sudo')
+# become methods the broker hosts in interpreters of their own.
+HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
+                 'su': 'su', 'ansible.builtin.su': 'su'}
 # Options ansible.cfg often carries for vanilla ssh's ControlPersist: each
 # context is one long-lived ssh process, so a control master adds nothing.
 _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
@@ -82,14 +84,28 @@ class Connection(ConnectionBase):
         spec: dict[str, Any] = {'ssh': self._login_spec(), 'become': None}
         if become:
             plugin = self.become
+            method = HOSTED_BECOME[plugin.name]
+            flags = plugin.get_option('become_flags')
             spec['become'] = {
-                'method': 'sudo',
+                'method': method,
                 'username': plugin.get_option('become_user') or 'root',
                 'password': plugin.get_option('become_pass') or None,
-                'flags': _sudo_flags(plugin.get_option('become_flags')),
+                'flags': _sudo_flags(flags) if method == 'sudo'
+                else shlex.split(flags or ''),
                 'exe': plugin.get_option('become_exe') or None,
             }
         return spec
+
+    def is_pipelining_enabled(self, wrap_async: bool = False) -> bool:
+        """ansible-core 2.19+ asks here.  A become method that does not
+        pipeline under vanilla ssh (su, which wants a terminal for its
+        password) does here when we host it: its interpreter gets the
+        password at start-up, not per command."""
+        plugin = self.become
+        if plugin is not None and not getattr(plugin, 'pipelining', True) \
+                and plugin.name in HOSTED_BECOME:
+            return bool(self.get_option('pipelining')) and not wrap_async
+        return super().is_pipelining_enabled(wrap_async)
 
     def _call(self, op: str, *args: Any) -> Any:
         self._connect()
@@ -106,7 +122,7 @@ class Connection(ConnectionBase):
         success = self._become_marker(cmd, sudoable)
         parsed = commands.parse(cmd, success)
         hosted = parsed is not None and (
-            not parsed.become or self.become.name in SUDO_NAMES)
+            not parsed.become or self.become.name in HOSTED_BECOME)
         if not hosted:
             return self._run_as_given(cmd, in_data, success, sudoable)
         spec = self._spec(parsed.become)

@@ -87,6 +87,9 @@ class Handshake(object):
             status = self.proc.poll()
             if status is None:
                 time.sleep(0.01)
+        for pattern, reason in getattr(self.method, 'REFUSALS', []):
+            if pattern.search(self.stderr):
+                return reason  # said as it exited (su's wrong password)
         if status == 127 or (self.reader is None and b'python' in
                              self.stderr.lower() and (
                                  b'not found' in self.stderr or

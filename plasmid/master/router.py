@@ -133,6 +133,19 @@ class Router:
                            sudo_args=list(sudo_args or []),
                            sudo_path=sudo_path)
 
+    def su(self, username: str = 'root', password: Optional[str] = None,
+           via: Optional[MasterContext] = None,
+           python_path: PythonPath = None,
+           su_args: Optional[Sequence[str]] = None,
+           su_path: Optional[str] = None, name: Optional[str] = None,
+           connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python as *username* through su, here or on *via*; the
+        password is typed at su's prompt on a private terminal."""
+        return self._start('su', via, name, connect_timeout,
+                           username=username, password=password,
+                           python_path=self._python(python_path, via),
+                           su_args=list(su_args or []), su_path=su_path)
+
     @staticmethod
     def _python(python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:

@@ -81,3 +81,12 @@ def test_housekeeping_shapes() -> None:
 ])
 def test_housekeeping_refuses_anything_else(text: str) -> None:
     assert commands.housekeeping(text) is None
+
+
+def test_su_wraps_one_level_deeper() -> None:
+    cmd = ("/bin/sh -c 'su  plasmid-b -c '\"'\"'/bin/sh -c '\"'\"'\"'\"'\"'\"'"
+           "\"'\"'echo %s ; /usr/bin/python3'\"'\"'\"'\"'\"'\"'\"'\"''\"'\"''"
+           % SUCCESS)
+    parsed = commands.parse(cmd, SUCCESS)
+    assert parsed is not None and parsed.become
+    assert parsed.interpreter == '/usr/bin/python3'

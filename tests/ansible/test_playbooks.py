@@ -2,6 +2,7 @@
 and the accelerator's counters show where the round trips went."""
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 
@@ -270,4 +271,51 @@ def test_password_become_async_and_reset_match_vanilla(
     wrong = results['sudo with a wrong password']
     assert wrong['status'] == 'failed'
     assert 'Incorrect sudo password' in wrong['result']['msg']
+    assert 'Traceback' not in ours.output
+
+
+SU = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: su with a password
+      command: id -un
+      become: true
+      become_method: su
+      become_user: %(user_b)s
+      vars: {ansible_become_password: %(password)s}
+      ignore_errors: true
+    - name: su with a wrong password
+      command: id -un
+      become: true
+      become_method: su
+      become_user: %(user_b)s
+      vars: {ansible_become_password: wrong-password}
+      ignore_errors: true
+"""
+
+
+def test_su_is_hosted_where_ansible_lets_it_pipeline(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible-core 2.19+ asks the connection whether su may pipeline:
+    we host su in an interpreter of its own, so it may, and the module runs
+    as the su user.  2.18 decides itself and sends su's command without
+    pipelining: then, as with vanilla, the module file needs an ACL for
+    the other user (setfacl is not installed here), and both fail alike."""
+    from testbed import PASSWORD_B, USER_B
+    book = SU % {'user_b': USER_B, 'password': PASSWORD_B}
+    inv = inventory(sshd, ansible_account)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    results = {r['task']: r for r in ours.results}
+    good, wrong = results['su with a password'], \
+        results['su with a wrong password']
+    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+        assert good['status'] == 'ok', good
+        assert good['result']['stdout'] == USER_B
+        assert wrong['status'] == 'failed'
+        assert 'Incorrect su password' in wrong['result']['msg']
+        assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+    else:
+        vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+        assert_same(vanilla, ours)
     assert 'Traceback' not in ours.output

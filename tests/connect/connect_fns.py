@@ -108,3 +108,9 @@ def wait_no_children(timeout):
         time.sleep(0.02)
         left = child_pids()
     return left
+
+
+def username():
+    import pwd
+    import os
+    return pwd.getpwuid(os.getuid()).pw_name

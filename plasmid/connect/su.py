@@ -1,0 +1,34 @@
+"""A context as another user, through su on the parent's machine.
+
+Without a terminal, su (through PAM) asks on stderr and reads the answer
+from stdin, like ``sudo -S``: the core goes to stdin only once the new
+interpreter says it is reading, after any password exchange.
+"""
+from __future__ import absolute_import
+import re
+
+TTY = False
+EARLY_PAYLOAD = False
+# su's prompt in the languages it is most often installed with.
+PROMPT = re.compile(br'(?i)(password|passwort|mot de passe|contrase\xc3\xb1a|'
+                    br'senha|parola|wachtwoord|\xd0\xbf\xd0\xb0\xd1\x80\xd0'
+                    br'\xbe\xd0\xbb\xd1\x8c)[^:\n]*:\s*$')
+REFUSALS = [
+    (re.compile(br'(?i)authentication failure|incorrect password|'
+                br'su: sorry'), 'the password was refused'),
+]
+
+
+def default_name(spec):
+    return 'su.%s' % (spec.get('username') or 'root')
+
+
+def shell_quote(word):
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def argv(spec, boot_argv):
+    args = [spec.get('su_path') or 'su']
+    args += list(spec.get('su_args') or [])
+    return args + [spec.get('username') or 'root', '-c',
+                   ' '.join(shell_quote(w) for w in boot_argv)]

@@ -1,0 +1,44 @@
+"""su contexts: through an ssh context on the test bed, and from here.
+
+su asks for the target user's own password, on a terminal.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Iterator
+
+import pytest
+
+import connect_fns
+import plasmid
+from testbed import PASSWORD_B, USER_A, USER_B
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def test_root_becomes_anyone_without_a_password(sshd, router) -> None:
+    ctx = router.su(username=USER_A, python_path=sys.executable)
+    assert ctx.call(connect_fns.username) == USER_A
+
+
+def test_password_typed_at_the_prompt(sshd, router) -> None:
+    login = router.ssh(**sshd.ssh_kwargs())
+    other = router.su(via=login, username=USER_B, password=PASSWORD_B)
+    assert other.call(connect_fns.username) == USER_B
+    assert login.call(connect_fns.username) == USER_A
+
+
+@pytest.mark.parametrize('password', ['wrong-password', None])
+def test_wrong_or_missing_password_is_a_connect_error(sshd, router,
+                                                      password) -> None:
+    login = router.ssh(**sshd.ssh_kwargs())
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.su(via=login, username=USER_B, password=password,
+                  connect_timeout=15)
+    assert 'password' in str(info.value)
+    # The login context is unharmed.
+    assert login.call(connect_fns.username) == USER_A
