@@ -319,3 +319,49 @@ def test_su_is_hosted_where_ansible_lets_it_pipeline(
         vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
         assert_same(vanilla, ours)
     assert 'Traceback' not in ours.output
+
+
+CRASH_MODULE = '''#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(how=dict(type='str')))
+    if module.params['how'] == 'raise':
+        raise RuntimeError('the module broke')
+    if module.params['how'] == 'exit':
+        raise SystemExit(3)
+    module.exit_json(changed=False, how=module.params['how'])
+
+
+main()
+'''
+
+CRASHES = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a custom module
+      crashy: how=fine
+    - name: an exception
+      crashy: how=raise
+      ignore_errors: true
+    - name: an exit without a result
+      crashy: how=exit
+      ignore_errors: true
+"""
+
+
+def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
+                                          sshd, tmp_path):
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'crashy.py').write_text(CRASH_MODULE)
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, CRASHES, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, CRASHES, inv, True)
+    assert_same(vanilla, ours)
+    results = {r['task']: r for r in ours.results}
+    assert results['a custom module']['result']['how'] == 'fine'
+    assert results['an exception']['status'] == 'failed'
+    assert results['an exit without a result']['status'] == 'failed'
+    assert ours.stats['module_runs'] == 3, ours.stats
