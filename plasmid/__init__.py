@@ -1,13 +1,37 @@
 """plasmid: zero-deploy distributed Python.
 
-Start Python interpreters over ssh, sudo or local pipes, call functions in
-them, and let the code they need travel on demand.  See README.md.
+Start Python interpreters over ssh, sudo, su or local pipes, call functions
+in them, and let the code they need travel on demand.  See README.md.
+
+Names are loaded on first use: a process that needs only part of plasmid
+(an Ansible worker, which runs the connection plugin once per task) does
+not pay for importing the master's router.
 """
-from plasmid.core.context import Context, Future, as_completed
 from plasmid.core.errors import (CallError, ConnectError, ContextLost, Error,
                                  TimeoutError)
-from plasmid.master.router import Router
 
 __all__ = ['Router', 'Context', 'Future', 'as_completed', 'Error',
            'CallError', 'ConnectError', 'ContextLost', 'TimeoutError']
 __version__ = '0.1.0'
+
+_LAZY = {
+    'Router': 'plasmid.master.router',
+    'Context': 'plasmid.core.context',
+    'Future': 'plasmid.core.context',
+    'as_completed': 'plasmid.core.context',
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError('module %r has no attribute %r'
+                             % (__name__, name))
+    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

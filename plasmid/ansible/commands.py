@@ -16,20 +16,29 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Optional
 
 _SLEEP = re.compile(r'\s*&&\s*sleep 0\s*$')
 _ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
 
 
-@dataclass
 class Command:
-    shell: str                 # the shell ansible asked for, e.g. /bin/sh
-    text: str                  # what runs, without the become wrapper
-    become: bool               # did the become wrapper surround it?
-    env: Optional[dict] = None          # for a bare interpreter only
-    interpreter: Optional[str] = None   # ... like ``LANG=C python3``
+    """A command line taken apart.  (Plain classes, not dataclasses, here
+    and in payload.py: workers import these once per task.)"""
+    __slots__ = ('shell', 'text', 'become', 'env', 'interpreter')
+
+    def __init__(self, shell: str, text: str, become: bool,
+                 env: Optional[dict] = None,
+                 interpreter: Optional[str] = None) -> None:
+        self.shell = shell              # the shell ansible asked for
+        self.text = text                # what runs, become wrapper removed
+        self.become = become            # did the become wrapper surround it?
+        self.env = env                  # for a bare interpreter only,
+        self.interpreter = interpreter  # ... like ``LANG=C python3``
+
+    def __repr__(self) -> str:
+        return 'Command(%r, become=%r, env=%r, interpreter=%r)' % (
+            self.text, self.become, self.env, self.interpreter)
 
 
 def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
@@ -109,11 +118,16 @@ _CHMOD_OWN = re.compile(r'^chmod u\+[rwx]+( [\w./~-]*/ansible-tmp-[\w.-]+/'
 _PLAIN_PATH = re.compile(r'^(~|~/[\w./-]*|/[\w./-]*)$')
 
 
-@dataclass
 class Housekeeping:
-    kind: str          # 'home', 'mkdtemp' or 'later' (output unread)
-    base: str = ''     # mkdtemp: the directory it is made in
-    name: str = ''     # mkdtemp: the new directory's name
+    __slots__ = ('kind', 'base', 'name')
+
+    def __init__(self, kind: str, base: str = '', name: str = '') -> None:
+        self.kind = kind  # 'home', 'mkdtemp' or 'later' (output unread)
+        self.base = base  # mkdtemp: the directory it is made in
+        self.name = name  # mkdtemp: the new directory's name
+
+    def __repr__(self) -> str:
+        return 'Housekeeping(%r, %r, %r)' % (self.kind, self.base, self.name)
 
 
 def housekeeping(text: str) -> Optional[Housekeeping]:

@@ -20,11 +20,9 @@ None, and the connection runs the script as it is, like vanilla does.
 """
 from __future__ import annotations
 
-import ast
 import base64
 import hashlib
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 MARKER = b'_ansiballz_main'
@@ -40,18 +38,23 @@ _LEGACY = {
 _LEGACY_NOFILE = re.compile(r"requested_soft = min\(existing_hard, (\d+)\)")
 
 
-@dataclass
 class ModuleJob:
     """What target.run_module needs, and the zip it runs from."""
-    style: str                      # 'loader' or 'legacy'
-    interpreter: str                # from the shebang
-    zip_data: bytes = field(repr=False)
-    digest: str = ''
-    module_fqn: str = ''
-    params: bytes = b''
-    profile: Optional[str] = None
-    extensions: dict = field(default_factory=dict)
-    rlimit_nofile: int = 0
+
+    def __init__(self, style: str, interpreter: str, zip_data: bytes,
+                 module_fqn: str, params: bytes,
+                 profile: Optional[str] = None,
+                 extensions: Optional[dict] = None,
+                 rlimit_nofile: int = 0) -> None:
+        self.style = style              # 'loader' or 'legacy'
+        self.interpreter = interpreter  # from the shebang
+        self.zip_data = zip_data
+        self.digest = ''
+        self.module_fqn = module_fqn
+        self.params = params
+        self.profile = profile
+        self.extensions = extensions or {}
+        self.rlimit_nofile = rlimit_nofile
 
     def to_target(self, env: dict) -> dict:
         job: dict[str, Any] = {
@@ -86,6 +89,11 @@ def parse(script: bytes) -> Optional[ModuleJob]:
     return job
 
 
+def _literal(text: str) -> Any:
+    import ast  # only when a module runs: workers import this per task
+    return ast.literal_eval(text)
+
+
 def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
     args: dict[str, Any] = {}
     for line in body.rpartition(_CALL)[2].splitlines():
@@ -95,7 +103,7 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
         if key == 'date_time':
             continue  # only used to date a file inside the zip
         try:
-            args[key] = ast.literal_eval(value.rstrip(','))
+            args[key] = _literal(value.rstrip(','))
         except (ValueError, SyntaxError):
             return None
     if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
@@ -118,7 +126,7 @@ def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:
         if match is None:
             return None
         try:
-            found[key] = ast.literal_eval(match.group(1))
+            found[key] = _literal(match.group(1))
         except (ValueError, SyntaxError):
             return None
     nofile = _LEGACY_NOFILE.search(body)
