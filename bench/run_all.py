@@ -2,10 +2,10 @@
 
     python3 bench/run_all.py [--skip-ssh]
 
-Runs roundtrip.py, bootstrap_size.py and (as root, see ssh_connect.py)
-ssh_connect.py with their defaults, each in its own interpreter so none
-inherits another's threads or imported modules.  Exits non-zero if one
-failed.  Takes about two minutes on 2 cores.
+Runs roundtrip.py, bootstrap_size.py and (as root, see ssh_connect.py and
+imports.py) ssh_connect.py and imports.py with their defaults, each in its
+own interpreter so none inherits another's threads or imported modules.
+Exits non-zero if one failed.  Takes about four minutes on 2 cores.
 """
 from __future__ import annotations
 
@@ -15,17 +15,19 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = ['roundtrip.py', 'bootstrap_size.py', 'ssh_connect.py']
+SCRIPTS = ['roundtrip.py', 'bootstrap_size.py', 'ssh_connect.py', 'imports.py']
+SSH_SCRIPTS = ('ssh_connect.py', 'imports.py')   # need root and sshd
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--skip-ssh', action='store_true',
-                        help='leave out ssh_connect.py (needs root and sshd)')
+                        help='leave out ssh_connect.py and imports.py (need '
+                        'root and sshd)')
     args = parser.parse_args()
     failed = []
     for script in SCRIPTS:
-        if script == 'ssh_connect.py' and (args.skip_ssh or os.geteuid() != 0):
+        if script in SSH_SCRIPTS and (args.skip_ssh or os.geteuid() != 0):
             print('\n### %s skipped (%s)' % (
                 script, '--skip-ssh' if args.skip_ssh else 'needs root'))
             continue

@@ -41,6 +41,7 @@ installed in editable compat mode (/opt/plasmid-ansible/X.Y, else
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -66,6 +67,8 @@ SDIST_DIR = '/opt/ansible/sdist'
 VENV_ROOTS = ('/opt/plasmid-ansible', '/opt/ansible')
 DEFAULT_RESULTS = os.path.join(REPO, 'build', 'ansible-compat')
 DEFAULT_DOC = os.path.join(REPO, 'docs', 'ansible-compat.md')
+# Hand-written analysis of the failures, put into the report as it is.
+NOTES = os.path.join(HERE, 'notes.md')
 TARGET_PYTHON = '3.11@/usr/bin/python3.11'
 TARGET_INTERPRETER = '/usr/bin/python3.11'
 VERSIONS = ('2.18', '2.19', '2.20', '2.21')
@@ -81,6 +84,34 @@ TARGETS = (
     'interpreter_discovery_python', 'connection', 'meta_tasks',
     'wait_for_connection', 'gathering_facts',
 )
+
+# What targets leave behind on the machine that makes their next run fail
+# (ansible's CI gives each run a fresh container): removed before each run.
+# 'user:NAME' is an account the target creates (removed with its home).
+LEFTOVERS = {
+    'lineinfile': ['~root/file.txt'],  # 'Create a file without a path' asserts changed
+    # The test user's home stays; re-created with another uid, it is not its own.
+    'remote_tmp': ['user:tmptest', '/home/tmptest'],
+    # An interrupted run leaves checkmode_subdir/ in the user's home.
+    'copy': ['user:tmp_ansible_test_user', '/home/tmp_ansible_test_user',
+             '/etc/sudoers.d/tmp_ansible_test_user'],
+}
+
+
+def remove_leftovers(target: str) -> None:
+    for item in LEFTOVERS.get(target, ()):
+        if item.startswith('user:'):
+            name = item[5:]
+            if subprocess.call(['id', name], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL) == 0:
+                subprocess.call(['userdel', '-r', name], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+            continue
+        path = os.path.expanduser(item)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.unlink(path)
 
 STATS_LINE = '''
 # Added by tests/ansible/compat/run_targets.py: the broker writes its
@@ -193,13 +224,90 @@ from testbed.sshd import SshServer  # noqa: E402
 
 
 class Sshd(SshServer):
-    """The test bed's sshd, with sftp: ansible's ssh plugin transfers files
-    with sftp by default, and without it falls back to scp, then to dd."""
+    """The test bed's sshd, with sftp (ansible's ssh plugin transfers files
+    with sftp by default, and without it falls back to scp, then to dd) and
+    users' own ~/.ssh/authorized_keys.  Run it with use_pam=True: without
+    PAM, sshd refuses key logins to accounts without a password (locked),
+    which is what the users targets create are."""
 
     def _write_config(self) -> None:
         super()._write_config()
-        with open(self.config, 'a') as handle:
-            handle.write('Subsystem sftp internal-sftp\n')
+        with open(self.config) as handle:
+            text = handle.read()
+        # Targets that create users (copy, become_unprivileged) give them
+        # root's ~/.ssh/authorized_keys and log in as them.
+        text = re.sub(r'(?m)^AuthorizedKeysFile .*$',
+                      lambda m: m.group(0) + ' .ssh/authorized_keys', text)
+        # delegate_to reaches 127.0.0.3 and .4 with ssh and checks that the
+        # facts it gathers there say so (SSH_CONNECTION).
+        text = re.sub(r'(?m)^ListenAddress .*$',
+                      lambda m: '\n'.join([m.group(0)] + ['ListenAddress %s' % a
+                                                          for a in EXTRA_ADDRESSES]), text)
+        with open(self.config, 'w') as handle:
+            handle.write(text + 'Subsystem sftp internal-sftp\n')
+
+
+MARK = 'plasmid-ansible-compat'
+EXTRA_ADDRESSES = ('127.0.0.3', '127.0.0.4')
+
+
+def _strip_marked(path: str, created: bool) -> None:
+    """Remove what root_ssh_setup added to path."""
+    with open(path) as handle:
+        text = handle.read()
+    text = re.sub(r'(?ms)^# >>> %s\n.*?^# <<< %s\n' % (MARK, MARK), '', text)
+    kept = [l for l in text.splitlines(True) if not l.rstrip().endswith(MARK)]
+    if created and not ''.join(kept).strip():
+        os.unlink(path)
+    else:
+        with open(path, 'w') as handle:
+            handle.writelines(kept)
+
+
+SSH_CONFIG_BLOCK = '''\
+# >>> {mark}
+# Written by tests/ansible/compat/run_targets.py while it runs; removed after.
+# Targets marked needs/ssh expect `ssh localhost` (and 127.0.0.3/4 for
+# delegate_to) to reach an sshd as root: here that is the run's own sshd.
+Host localhost
+    HostName 127.0.0.1
+Host localhost 127.0.0.3 127.0.0.4
+    Port {port}
+    IdentityFile {key}
+    StrictHostKeyChecking no
+    UserKnownHostsFile /dev/null
+    LogLevel ERROR
+# <<< {mark}
+'''
+
+
+@contextlib.contextmanager
+def root_ssh_setup(server):
+    """What ansible-test's own hosts have and targets rely on: root's
+    ~/.ssh/authorized_keys holds the key the tests log in with (targets
+    copy it to the users they create), and `ssh localhost` as root works.
+    Added with a marker, taken out again afterwards."""
+    ssh_dir = os.path.expanduser('~root/.ssh')
+    os.makedirs(ssh_dir, mode=0o700, exist_ok=True)
+    keys = os.path.join(ssh_dir, 'authorized_keys')
+    config = os.path.join(ssh_dir, 'config')
+    created = {path: not os.path.exists(path) for path in (keys, config)}
+    with open(server.client_key + '.pub') as handle:
+        key = ' '.join(handle.read().split()[:2])
+    try:
+        with open(keys, 'a') as handle:
+            handle.write('%s %s\n' % (key, MARK))
+        os.chmod(keys, 0o600)
+        with open(config, 'a') as handle:
+            handle.write(SSH_CONFIG_BLOCK.format(mark=MARK, port=server.port,
+                                                 key=server.client_key))
+        os.chmod(config, 0o600)
+        yield
+    finally:
+        for path, new in created.items():
+            if os.path.exists(path):
+                _strip_marked(path, new)
+
 
 def run_logged(argv: list[str], log_path: str, cwd: str, env: dict,
                timeout: float) -> tuple[int, bool]:
@@ -211,20 +319,37 @@ def run_logged(argv: list[str], log_path: str, cwd: str, env: dict,
                                 stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL,
                                 start_new_session=True)
+        RUNNING.add(proc)
         try:
             return proc.wait(timeout=timeout), False
         except subprocess.TimeoutExpired:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=10)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
+            stop_group(proc)
             return -1, True
+        finally:
+            RUNNING.discard(proc)
+
+
+RUNNING: set = set()
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop a target's whole process group (it runs in a session of its own)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def on_sigterm(*_: object) -> None:
+    for proc in list(RUNNING):
+        stop_group(proc)
+    sys.exit(143)
 
 
 def base_env(venv: str) -> dict:
@@ -324,44 +449,67 @@ _OTHER = re.compile(r'(ERROR!|\[ERROR\]|^FAILURE|Traceback \(most recent|'
                     r'command not found|^ERROR: (?!Command ".*" returned exit status))')
 
 
-def _msg_of(line: str) -> str:
+def _msg_of(line: str, after: list[str] = ()) -> str:
     """The msg (or stderr) of a fatal line's JSON result, else the line."""
+    if line.rstrip().endswith('=> {'):  # a result printed over many lines
+        body = []
+        for more in after:
+            body.append(more)
+            if more.startswith('}'):
+                break
+        line = line.rstrip() + ' ' + ' '.join(body)
     start = line.find('=> {')
     if start >= 0:
         try:
             data = json.loads(line[start + 3:])
         except ValueError:
             data = None
+        if isinstance(data, dict) and isinstance(data.get('assertion'), str):
+            return '%s assertion failed: %s' % (line[:start].strip(), data['assertion'])
         if isinstance(data, dict):
-            for key in ('msg', 'stderr', 'module_stderr', 'exception'):
-                value = data.get(key)
-                if isinstance(value, str) and value.strip():
-                    return '%s %s: %s' % (line[:start].strip(), key,
-                                          ' '.join(value.split()))
-            if 'assertion' in data:
-                return '%s assertion: %s' % (line[:start].strip(), data['assertion'])
+            said = ['%s: %s' % (key, ' '.join(data[key].split())[:150])
+                    for key in ('msg', 'stderr', 'module_stderr', 'exception')
+                    if isinstance(data.get(key), str) and data[key].strip()]
+            if said:
+                return '%s %s' % (line[:start].strip(), '; '.join(said[:2]))
     return line
 
 
-def first_error(lines: list[str]) -> str:
-    """The first line that says what went wrong, for the report."""
+def _first_error(lines: list[str]) -> str:
+    """The line that says what went wrong, for the report: the last task
+    failure that was neither ignored nor rescued (a block's rescue runs
+    after earlier ones), else the last other error line."""
     task = ''
+    found = ''
     for i, line in enumerate(lines):
         if line.startswith('TASK ['):
             task = line.split('[', 1)[1].rsplit(']', 1)[0]
         if _FATAL.search(line):
-            following = ' '.join(lines[i + 1:i + 3])
-            if _IGNORED.search(following):
+            if _IGNORED.search(' '.join(lines[i + 1:i + 3])):
                 continue
-            text = _msg_of(line)
-            return ('%s (task: %s)' % (text, task) if task else text)[:300]
-    for i, line in enumerate(lines):
-        if _OTHER.search(line) and not _IGNORED.search(' '.join(lines[i:i + 15])):
-            return line.strip()[:300]
+            text = _msg_of(line, lines[i + 1:i + 200])
+            found = ('%s (task: %s)' % (text, task) if task else text)
+        elif _OTHER.search(line) and not found:
+            window = ' '.join(lines[i:i + 15])
+            if not _IGNORED.search(window) and not _FATAL.search(window):
+                found = line.strip()
+    if found:
+        return found
     for line in reversed(lines):
         if line.startswith('ERROR:') or 'FAILED' in line:
             return line.strip()[:300]
     return (lines[-1].strip() if lines else '(empty log)')[:300]
+
+
+def timeout_reason(lines: list[str], timeout: float) -> str:
+    task = next((l for l in reversed(lines) if l.startswith('TASK [')), '')
+    task = task.split('[', 1)[1].rsplit(']', 1)[0] if task else '?'
+    return 'timed out after %d s, in task: %s' % (timeout, task)
+
+
+def first_error(lines: list[str]) -> str:
+    text = re.sub(r'\x1b\[[0-9;]*m|\[0m', '', _first_error(lines))
+    return ' '.join(text.split())[:300]
 
 
 # ------------------------------------------------------------------ a run
@@ -378,7 +526,7 @@ class Runner:
         sdist = sdist_for(full)
         vdir = os.path.join(args.results, version)
         os.makedirs(vdir, exist_ok=True)
-        with Sshd() as server:
+        with Sshd(use_pam=True) as server, root_ssh_setup(server):
             key = server.client_key
             slots: dict[str, queue.Queue] = {}
             for mode in args.modes:
@@ -392,25 +540,35 @@ class Runner:
                 with open(key + '.pub') as pub:
                     handle.write(pub.read())
             os.chmod(os.path.join(server.dir, 'authorized_keys', 'root'), 0o644)
-            meta = {
-                'version': version, 'ansible_core': full, 'venv': venv,
-                'command': args.command_line,
+            meta_path = os.path.join(vdir, 'meta.json')
+            try:
+                with open(meta_path) as handle:
+                    runs = json.load(handle).get('runs', [])
+            except (OSError, ValueError):
+                runs = []
+            # Later runs of some targets replace those targets' results only.
+            runs = [r for r in runs if set(r['targets']) - set(args.targets)]
+            runs.append({
+                'command': args.command_line, 'targets': list(args.targets),
+                'plasmid': plasmid_revision(),
                 'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
-                'machine': machine(),
-            }
-            with open(os.path.join(vdir, 'meta.json'), 'w') as handle:
+            })
+            meta = {'version': version, 'ansible_core': full, 'venv': venv,
+                    'machine': machine(), 'runs': runs}
+            with open(meta_path, 'w') as handle:
                 json.dump(meta, handle, indent=1)
             any_tree = slots[args.modes[0]].queue[0]
             self.pending = [(target, mode) for target in args.targets for mode in args.modes]
             self.running: list[tuple[str, bool]] = []
             self.exclusive = {t for t in args.targets if exclusive(any_tree, t)}
             self.cond = threading.Condition()
-            workers = [threading.Thread(target=self.worker, args=(version, venv, server, slots))
-                       for _ in range(args.jobs)]
+            workers = [threading.Thread(target=self.worker, args=(version, venv, server, slots),
+                                        daemon=True) for _ in range(args.jobs)]
             for thread in workers:
                 thread.start()
             for thread in workers:
-                thread.join()
+                while thread.is_alive():  # join() with a timeout lets signals in
+                    thread.join(1.0)
 
     def worker(self, version: str, venv: str, server, slots: dict) -> None:
         """Run jobs until none is left.  A target never runs twice at once
@@ -452,6 +610,7 @@ class Runner:
             log_path = os.path.join(out_dir, target + '.log')
             context = target_context(tree, target)
             tree.clear_stats()
+            remove_leftovers(target)
             started = time.time()
             if context == 'missing':
                 with open(log_path, 'w') as handle:
@@ -474,7 +633,7 @@ class Runner:
                 'context': context, 'rc': rc, 'timed_out': timed_out,
                 'passed': rc == 0, 'seconds': round(seconds, 1),
                 'reason': '' if rc == 0 else (
-                    'timed out after %d s' % args.timeout if timed_out else first_error(lines)),
+                    timeout_reason(lines, args.timeout) if timed_out else first_error(lines)),
                 'brokers': len(brokers),
                 'counters': sum_counters(brokers),
                 'log': os.path.relpath(log_path, REPO),
@@ -489,6 +648,16 @@ class Runner:
                     flush=True)
         finally:
             slots.put(tree)
+
+
+def plasmid_revision() -> str:
+    """The commit plasmid ran from, and whether its code had local changes."""
+    head = subprocess.run(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD'],
+                          capture_output=True, text=True).stdout.strip() or '?'
+    dirty = subprocess.run(['git', '-C', REPO, 'status', '--porcelain', '--',
+                            'plasmid', 'ansible_collections'],
+                           capture_output=True, text=True).stdout.strip()
+    return head + (' + local changes' if dirty else '')
 
 
 def sum_counters(brokers: list[dict]) -> dict:
@@ -548,14 +717,25 @@ def write_report(results: str, doc: str, targets: tuple) -> None:
            '```sh',
            'python3 tests/ansible/compat/run_targets.py --versions 2.21,2.18,2.19,2.20 --jobs 2',
            '```', '',
-           '`--targets a,b` runs some targets only, `--report-only` rewrites this file from',
-           'the stored results. Logs: build/ansible-compat/VERSION/MODE/TARGET.log.', '',
+           '`--targets a,b` runs some targets only (their results replace the stored ones),',
+           '`--report-only` rewrites this file from the stored results. Logs:',
+           'build/ansible-compat/VERSION/MODE/TARGET.log (not committed).', '',
+           'What the machine needs besides the venvs and the sdists: root, sshd, sudo,',
+           '`setfacl` (Debian package acl; lineinfile and the become targets use it).',
+           'While it runs, the script adds its key to root\'s ~/.ssh/authorized_keys',
+           '(targets copy that file to the users they create) and a `Host localhost',
+           '127.0.0.3 127.0.0.4` block to root\'s ~/.ssh/config pointing at its sshd',
+           '(targets marked needs/ssh run `ssh localhost`); both are marked and taken out',
+           'at the end.', '',
            '## Runs', '',
-           '| version | ansible-core | date | command |', '|---|---|---|---|']
+           '| version | ansible-core | date | plasmid at | command |', '|---|---|---|---|---|']
     for v in versions:
         meta = metas.get(v, {})
-        out.append('| %s | %s | %s | `%s` |' % (v, meta.get('ansible_core', '?'),
-                                                meta.get('date', '?'), meta.get('command', '?')))
+        runs = meta.get('runs') or [meta]
+        for run in runs:
+            out.append('| %s | %s | %s | %s | `%s` |' % (
+                v, meta.get('ansible_core', '?'), run.get('date', '?'),
+                run.get('plasmid', '?'), run.get('command', '?')))
     machines = sorted({m.get('machine', '?') for m in metas.values()})
     out += ['', 'Machine: ' + '; '.join(machines), '']
     out += ['## Results', '',
@@ -614,6 +794,9 @@ def write_report(results: str, doc: str, targets: tuple) -> None:
             out.append('- `%s` %s%s: %s' % (res['target'], res['mode'], also,
                                             res['reason'].replace('|', '\\|').replace('`', "'")))
         out.append('')
+    if os.path.exists(NOTES):
+        with open(NOTES) as handle:
+            out += [handle.read().rstrip(), '']
     out += ['## Accelerator use per target', '',
             'Brokers started and their summed counters (module runs from RAM, commands',
             'through the shell, commands run as given) in the plasmid runs.', '']
@@ -660,6 +843,8 @@ def main(argv: list[str]) -> int:
     args.modes = [m for m in args.modes.split(',') if m]
     args.command_line = 'python3 tests/ansible/compat/run_targets.py ' + ' '.join(argv)
     if not args.report_only:
+        # A plain kill still stops sshd and takes the ssh setup out again.
+        signal.signal(signal.SIGTERM, on_sigterm)
         if os.geteuid() != 0:
             raise SystemExit('run as root: the targets need sshd and root')
         runner = Runner(args)
