@@ -30,6 +30,7 @@ with children serves them from its cache, streams modules on as they
 arrive, and never sends a child the same module twice.
 """
 from __future__ import absolute_import
+import os
 import sys
 import threading
 import zlib
@@ -122,6 +123,31 @@ def _import_chain(fullname):
     for i in range(fullname.count('.') + 2, len(parts) + 1):
         chain.append('.'.join(parts[:i]))
     return tuple(chain)
+
+
+_STDLIB = os.path.dirname(os.__file__)
+# Standard modules that import on behalf of their caller: their imports
+# are the caller's, not the standard library's own.
+_ON_BEHALF = ('importlib', 'runpy', 'pkgutil', 'pickle', 'imp')
+
+
+def _probe_of_own_stdlib(fullname):
+    """Is this the target's standard library trying an optional private
+    module of its own (``platform`` trying ``_wmi``, ``subprocess``
+    ``_winapi``)?  No parent serves those: asking costs a round trip."""
+    if not fullname.startswith('_') or '.' in fullname:
+        return False
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith('<') and frame.f_globals.get('__name__') \
+                not in (__name__, 'plasmid.core.importer'):
+            module = frame.f_globals.get('__name__') or ''
+            in_stdlib = path.startswith(_STDLIB + os.sep) and \
+                'site-packages' not in path and 'dist-packages' not in path
+            return in_stdlib and module.split('.')[0] not in _ON_BEHALF
+        frame = frame.f_back
+    return False
 
 
 class Importer(object):
@@ -368,7 +394,7 @@ class Importer(object):
     # ------------------------------------------------- PEP 302 / PEP 451
 
     def _entry_for(self, fullname):
-        if self.router.parent is None:
+        if self.router.parent is None or _probe_of_own_stdlib(fullname):
             return None
         entry = self.fetch_blocking(fullname, _import_chain(fullname))
         if entry.source is None:
