@@ -18,6 +18,7 @@ inventory written for ``ssh`` works unchanged.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from typing import Any, Optional
 
@@ -171,26 +172,34 @@ class Connection(ConnectionBase):
         """The fallback: the whole command through the login shell."""
         prompt = password = None
         plugin = self.become
-        if success and plugin.expect_prompt():
-            prompt = to_bytes(plugin.prompt).strip()
-            password = to_bytes(plugin.get_option('become_pass'))
+        if success and plugin.prompt:
+            prompt = _prompt_pattern(plugin)
+            password = plugin.get_option('become_pass')
+            password = to_bytes(password) if password else None
+        timeout = int(self.get_option('timeout') or 10)
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
-            self._wants_tty(in_data, sudoable) and not success)
+            self._wants_tty(in_data, sudoable) and not success, timeout)
         if success:
             if to_bytes(success) not in out:
-                self._check_become_failure(out + err)
+                self._check_become_failure(out + err, timeout)
             out = _strip_through(to_bytes(success), out)
         return rc, out, err
 
-    def _check_become_failure(self, output: bytes) -> None:
+    def _check_become_failure(self, output: bytes, timeout: int) -> None:
         plugin = self.become
         name = plugin.name.rpartition('.')[2]
         if plugin.check_incorrect_password(output):
             raise AnsibleError('Incorrect %s password' % name)
         if plugin.check_missing_password(output):
             raise AnsibleError('Missing %s password' % name)
+        if prompt_seen(plugin, output) > 1:
+            raise AnsibleError('Incorrect %s password' % name)
+        if b'plasmid: timed out waiting for become' in output:
+            raise AnsibleError('Timeout (%ds) waiting for privilege escalation '
+                               'prompt: %s' % (timeout, output.decode(
+                                   'utf-8', 'replace').strip()))
 
     # ----------------------------------------------------------- files
 
@@ -269,6 +278,29 @@ def _sudo_flags(flags: Optional[str]) -> list[str]:
     """become_flags for our sudo, which always reads a password with -S
     (``-n`` would stop it from asking when one is needed)."""
     return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
+
+
+def _prompt_pattern(plugin) -> bytes:
+    """The become plugin's password prompt as a regex for the target.  Most
+    plugins give the prompt text; su gives True and knows its prompts as
+    localised words (``prompt_l10n``)."""
+    if isinstance(plugin.prompt, (str, bytes)):
+        return re.escape(to_bytes(plugin.prompt).strip())
+    try:
+        words = plugin.get_option('prompt_l10n')
+    except KeyError:
+        words = None
+    words = words or getattr(plugin, 'SU_PROMPT_LOCALIZATIONS', ['Password'])
+    alternatives = b'|'.join(re.escape(to_bytes(w)) for w in words)
+    return b'(?:' + alternatives + b')\\s*(?::|\xef\xbc\x9a)'
+
+
+def prompt_seen(plugin, output: bytes) -> int:
+    """How many lines of *output* carry the become prompt."""
+    if not plugin.prompt:
+        return 0
+    pattern = re.compile(_prompt_pattern(plugin), re.I)
+    return sum(1 for line in output.splitlines() if pattern.search(line))
 
 
 def _strip_through(marker: bytes, data: bytes) -> bytes:

@@ -412,7 +412,7 @@ def _shell_environment():
 
 
 def run_shell(command, in_data=None, prompt=None, password=None,
-              success=None, tty=False):
+              success=None, tty=False, timeout=30):
     """``/bin/sh -c command``; *in_data* on its stdin.
 
     A become command with a password (sudo -S, su) may ask for it: if
@@ -430,7 +430,10 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     if prompt is None and success is None:
         out, err = proc.communicate(in_data or b'')
         return proc.returncode, out, err
-    head_out, head_err = _answer_prompt(proc, prompt, password, success)
+    head_out, head_err = _answer_prompt(proc, prompt, password, success,
+                                        timeout)
+    if proc.returncode is not None:  # killed: refused or timed out
+        return proc.returncode, head_out, head_err
     out, err = proc.communicate(in_data or b'')
     return proc.returncode, head_out + out, head_err + err
 
@@ -497,29 +500,49 @@ def _default_signals():
         signal.signal(signum, signal.SIG_DFL)
 
 
-def _answer_prompt(proc, prompt, password, success):
-    """Read until the become marker or the password prompt shows up."""
-    seen = {proc.stdout.fileno(): b'', proc.stderr.fileno(): b''}
+def _answer_prompt(proc, prompt, password, success, timeout):
+    """Read until the become marker shows, typing *password* at the first
+    prompt (*prompt*: a regex, bytes).  A second prompt means the password
+    was refused; nothing within *timeout* seconds means the become program
+    waits for something we cannot give.  In both cases the process is
+    killed and what it said is returned, for the controller to judge."""
+    import re
+    import time
+    pattern = prompt and re.compile(prompt, re.I)
+    fds = [proc.stdout.fileno(), proc.stderr.fileno()]
+    seen = dict((fd, b'') for fd in fds)
+    fresh = dict((fd, b'') for fd in fds)  # said since the last answer
+    answered = False
+    deadline = time.time() + timeout
     while True:
-        ready, _, _ = select.select(list(seen), [], [])
+        left = deadline - time.time()
+        ready = left > 0 and select.select(fds, [], [], left)[0]
+        if not ready:
+            _kill(proc)
+            seen[fds[1]] += b'\nplasmid: timed out waiting for become\n'
+            return seen[fds[0]], seen[fds[1]]
         for fd in ready:
             data = os.read(fd, 4096)
             if not data:
-                return seen[proc.stdout.fileno()], seen[proc.stderr.fileno()]
+                return seen[fds[0]], seen[fds[1]]
             seen[fd] += data
-            text = seen[fd]
-            if success and success in text:
-                return seen[proc.stdout.fileno()], seen[proc.stderr.fileno()]
-            if prompt and prompt in text:
-                if password is None:
-                    proc.kill()
-                    proc.wait()
-                    return seen[proc.stdout.fileno()], \
-                        seen[proc.stderr.fileno()]
+            fresh[fd] += data
+            if success and success in seen[fd]:
+                return seen[fds[0]], seen[fds[1]]
+            if pattern and pattern.search(fresh[fd]):
+                if answered or password is None:
+                    _kill(proc)
+                    return seen[fds[0]], seen[fds[1]]
                 proc.stdin.write(password + b'\n')
                 proc.stdin.flush()
-                seen[fd] = text.replace(prompt, b'')
-                prompt = None
+                answered = True
+                fresh = dict((f, b'') for f in fds)
+                deadline = time.time() + timeout
+
+
+def _kill(proc):
+    proc.kill()
+    proc.wait()
 
 
 # ----------------------------------------------------------------- files

@@ -365,3 +365,42 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert results['an exception']['status'] == 'failed'
     assert results['an exit without a result']['status'] == 'failed'
     assert ours.stats['module_runs'] == 3, ours.stats
+
+
+RAW_BECOME = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: raw sudo with a password
+      raw: id -un
+      become: true
+      become_user: %(user_b)s
+      vars: {ansible_become_password: %(password)s}
+    - name: raw sudo with a wrong password
+      raw: id -un
+      become: true
+      become_user: %(user_b)s
+      vars: {ansible_become_password: wrong-password}
+      ignore_errors: true
+"""
+
+
+def test_raw_become_runs_as_given_and_refusals_do_not_hang(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """raw has no shell wrapper to take apart: it runs as given, and the
+    password is typed at sudo's prompt; a second prompt means refused."""
+    from testbed import USER_B
+    book = RAW_BECOME % {'user_b': USER_B, 'password': PASSWORD}
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    results = {r['task']: r for r in ours.results}
+    good = results['raw sudo with a password']
+    assert good['status'] == 'ok', good
+    assert good['result']['stdout'].strip() == USER_B
+    wrong = results['raw sudo with a wrong password']
+    assert wrong['status'] == 'failed'
+    assert 'Incorrect sudo password' in wrong['result']['msg']
+    theirs = {r['task']: r for r in vanilla.results}
+    assert theirs['raw sudo with a wrong password']['status'] == 'failed'
+    assert ours.stats.get('shell_as_given', 0) == 2, ours.stats
