@@ -761,7 +761,8 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
             '(alias context/controller: connection `local`) and no broker ran, so the',
             'accelerator was not used in it (controller targets whose own inventories use',
             'ssh, like become_unprivileged and delegate_to, do use it); `(no broker)` = a',
-            'target-side target in which no broker ran.', '']
+            'target-side target in which no broker ran; `n/a` = no such target in that',
+            'release; `–` = not run.', '']
     header = '| target | ' + ' | '.join(versions) + ' |'
     out += [header, '|---|' + '---|' * len(versions)]
     summary: dict = {v: {m: [0, 0] for m in MODES} for v in versions}
@@ -774,6 +775,9 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
             for res, mode in ((van, 'vanilla'), (pla, 'plasmid')):
                 if res is None:
                     parts.append('–')
+                    continue
+                if res['context'] == 'missing':
+                    parts.append('n/a')
                     continue
                 summary[v][mode][1] += 1
                 if res['passed']:
@@ -794,7 +798,8 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
     out += ['## Failures', '',
             'The first meaningful error line of each failing run\'s log.', '']
     for v in versions:
-        rows = [found[k] for k in sorted(found) if k[0] == v and not found[k]['passed']]
+        rows = [found[k] for k in sorted(found) if k[0] == v and not found[k]['passed']
+                and found[k]['context'] != 'missing']
         if not rows:
             continue
         out += ['### %s' % v, '']
