@@ -452,6 +452,12 @@ _OTHER = re.compile(r'(ERROR!|\[ERROR\]|^FAILURE|Traceback \(most recent|'
                     r'command not found|^ERROR: (?!Command ".*" returned exit status))')
 
 
+def _quiet(text: str) -> str:
+    """text without ssh's own debug lines (vanilla ssh runs with -vvv)."""
+    return '\n'.join(l for l in text.splitlines()
+                     if not re.match(r'\s*(OpenSSH_|debug\d: )', l))
+
+
 def _msg_of(line: str, after: list[str] = ()) -> str:
     """The msg (or stderr) of a fatal line's JSON result, else the line."""
     if line.rstrip().endswith('=> {'):  # a result printed over many lines
@@ -470,9 +476,9 @@ def _msg_of(line: str, after: list[str] = ()) -> str:
         if isinstance(data, dict) and isinstance(data.get('assertion'), str):
             return '%s assertion failed: %s' % (line[:start].strip(), data['assertion'])
         if isinstance(data, dict):
-            said = ['%s: %s' % (key, ' '.join(data[key].split())[:150])
+            said = ['%s: %s' % (key, ' '.join(_quiet(data[key]).split())[:150])
                     for key in ('msg', 'stderr', 'module_stderr', 'exception')
-                    if isinstance(data.get(key), str) and data[key].strip()]
+                    if isinstance(data.get(key), str) and _quiet(data[key]).strip()]
             if said:
                 return '%s %s' % (line[:start].strip(), '; '.join(said[:2]))
     return line
