@@ -306,15 +306,14 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
         root.handlers = []
         root.setLevel(logging.WARNING)
         _clear_exit_handlers()
+        sys.excepthook = sys.__excepthook__
         try:
             main()
             status = 0
         except SystemExit as exc:
             status = _exit_status(exc.code)
         except BaseException:
-            import traceback
-            traceback.print_exc()
-            status = 1
+            status = _uncaught(*sys.exc_info())
         # Modules clean up (their temp dir, say) in atexit handlers; we
         # leave by os._exit, so run them here.
         _run_exit_handlers()
@@ -326,6 +325,23 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
         _report_imports(names_w, before)
     finally:
         os._exit(status)
+
+
+def _uncaught(exc_type, exc_value, tb):  # pragma: no cover - in the child
+    """Do what the interpreter does with an exception main() let out: call
+    sys.excepthook, which a module may have set (2.18's file module turns
+    its errors into fail_json there), and take a SystemExit from the hook
+    as the exit status."""
+    try:
+        sys.excepthook(exc_type, exc_value, tb)
+    except SystemExit as exc:
+        return _exit_status(exc.code)
+    except BaseException:
+        import traceback
+        sys.stderr.write('Error in sys.excepthook:\n')
+        traceback.print_exc()
+        traceback.print_exception(exc_type, exc_value, tb)
+    return 1
 
 
 def _clear_exit_handlers():  # pragma: no cover - in the child

@@ -322,11 +322,20 @@ def test_su_is_hosted_where_ansible_lets_it_pipeline(
 
 
 CRASH_MODULE = '''#!/usr/bin/python
+import sys
+
 from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(how=dict(type='str')))
+    if module.params['how'] == 'hook':
+        # As 2.18's file module does: errors main() lets out become a
+        # result in the hook the interpreter calls.
+        def hook(exc_type, exc, tb):
+            module.fail_json(msg='hooked: %s' % exc)
+        sys.excepthook = hook
+        raise ValueError('let out')
     if module.params['how'] == 'raise':
         raise RuntimeError('the module broke')
     if module.params['how'] == 'exit':
@@ -349,6 +358,9 @@ CRASHES = """
     - name: an exit without a result
       crashy: how=exit
       ignore_errors: true
+    - name: an exception turned into a result by sys.excepthook
+      crashy: how=hook
+      ignore_errors: true
 """
 
 
@@ -364,7 +376,12 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert results['a custom module']['result']['how'] == 'fine'
     assert results['an exception']['status'] == 'failed'
     assert results['an exit without a result']['status'] == 'failed'
-    assert ours.stats['module_runs'] == 3, ours.stats
+    # 2.19+ catch the exception before the interpreter would call the hook;
+    # 2.18 leaves it to the hook.  assert_same holds us to vanilla either way.
+    hooked = results['an exception turned into a result by sys.excepthook']
+    assert hooked['status'] == 'failed'
+    assert 'let out' in hooked['result']['msg'], hooked
+    assert ours.stats['module_runs'] == 4, ours.stats
 
 
 RAW_BECOME = """
