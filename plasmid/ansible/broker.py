@@ -36,6 +36,12 @@ FIND_PYTHON = ['/bin/sh', '-c',
                ' done; echo "plasmid: no python found" >&2; exit 127', 'sh']
 
 
+# Modules that delete an account (by module_fqn's last part).  An
+# interpreter of ours running as that account would make userdel refuse
+# ("user is currently used by process"), where vanilla left no process
+# behind: such contexts are shut down before the module runs.
+ACCOUNT_REMOVERS = {'user'}
+
 # Calls sent ahead to one login context that may be on their way at once
 # (file chunks are 4 MiB: 16 MiB in flight keeps a 50 ms link busy at
 # 320 MB/s).
@@ -135,6 +141,14 @@ class Pool:
                 python_path=python or via.context.python_path,
                 connect_timeout=spec['ssh'].get('connect_timeout') or 30)
 
+    def retire_account(self, spec: dict, username: str) -> int:
+        """Shut down the contexts of *spec*'s login that run as become user
+        *username*; the next task as that user starts one afresh."""
+        login = _freeze(spec['ssh'])
+        return self._shut_down(
+            lambda key: key[0] == login and key[2] is not None and
+            dict(key[2]).get('username') == username)
+
     def router_contexts(self) -> int:
         """Contexts started so far (a started context counts once even
         when it is known under two interpreter names)."""
@@ -144,9 +158,13 @@ class Pool:
         """Shut down every context of *spec*'s login; the next task starts
         afresh (``meta: reset_connection``)."""
         login = _freeze(spec['ssh'])
+        return self._shut_down(lambda key: key[0] == login)
+
+    def _shut_down(self, chosen) -> int:
+        """Shut down the contexts whose keys *chosen* picks, become
+        contexts before the login contexts they run under."""
         with self.lock:
-            doomed = [(k, t) for k, t in self.targets.items()
-                      if k[0] == login]
+            doomed = [(k, t) for k, t in self.targets.items() if chosen(k)]
             for key, _ in doomed:
                 del self.targets[key]
         for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
@@ -163,6 +181,20 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+def _account_removed(job: dict) -> Optional[str]:
+    """The account a module run deletes, if it is one that does."""
+    if job['module_fqn'].rpartition('.')[2] not in ACCOUNT_REMOVERS:
+        return None
+    try:
+        args = json.loads(job['params'])['ANSIBLE_MODULE_ARGS']
+    except (ValueError, KeyError, TypeError):
+        return None
+    name = args.get('name') or args.get('user')
+    if args.get('state') == 'absent' and isinstance(name, str):
+        return name
+    return None
 
 
 class Broker:
@@ -275,6 +307,9 @@ class Broker:
 
     def run_module(self, spec: dict, python: str, digest: str,
                    zip_data: bytes, job: dict) -> tuple:
+        removed = _account_removed(job)
+        if removed and self.pool.retire_account(spec, removed):
+            self.counts['contexts_retired'] += 1
         found = self.pool.get(spec, python)
         self._ensure_zip(found, digest, zip_data)
         self.counts['module_runs'] += 1

@@ -25,6 +25,8 @@ ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
 # and CI, say) must not delete each other's account.
 ACCOUNT = 'plasmid-an%d' % (os.getpid() % 100000)
 SUDOERS = '/etc/sudoers.d/%s' % ACCOUNT
+# An account playbooks create, become and delete (it may not exist).
+DOOMED_ACCOUNT = 'plasmid-gn%d' % (os.getpid() % 100000)
 
 
 def ansible_versions() -> list[str]:
@@ -43,6 +45,13 @@ def ansible_bin(request) -> str:
     return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
 
 
+@pytest.fixture
+def doomed_account(ansible_account) -> str:
+    """The name of an account the login may sudo to without a password,
+    for playbooks that create and delete it."""
+    return DOOMED_ACCOUNT
+
+
 @pytest.fixture(scope='session')
 def ansible_account(sshd) -> Iterator[str]:
     """An account on the test bed that may sudo to anyone without a
@@ -57,13 +66,18 @@ def ansible_account(sshd) -> Iterator[str]:
     with open(SUDOERS, 'w') as handle:
         handle.write('Defaults:%s timestamp_timeout=0\n'
                      '%s ALL=(root) NOPASSWD: ALL\n'
+                     '%s ALL=(%s) NOPASSWD: ALL\n'
                      '%s ALL=(%s) PASSWD: ALL\n'
-                     % (ACCOUNT, ACCOUNT, ACCOUNT, USER_B))
+                     % (ACCOUNT, ACCOUNT, ACCOUNT, DOOMED_ACCOUNT,
+                        ACCOUNT, USER_B))
     os.chmod(SUDOERS, 0o440)
     sshd.server.authorize(ACCOUNT)
     try:
         yield ACCOUNT
     finally:
-        kill_user_processes(ACCOUNT)
+        for name in (ACCOUNT, DOOMED_ACCOUNT):
+            kill_user_processes(name)
+        subprocess.call(['userdel', '-r', DOOMED_ACCOUNT],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(SUDOERS)
         subprocess.call(['userdel', '-r', ACCOUNT], stderr=subprocess.DEVNULL)

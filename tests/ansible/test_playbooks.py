@@ -384,6 +384,40 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert ours.stats['module_runs'] == 4, ours.stats
 
 
+DELETE_BECOME_USER = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: make the account
+      user: name=%(doomed)s state=present
+      become: true
+    - block:
+        - name: as the account
+          command: id -un
+          become: true
+          become_user: %(doomed)s
+      always:
+        - name: delete the account
+          user: name=%(doomed)s state=absent remove=true
+          become: true
+"""
+
+
+def test_deleting_an_account_we_became_works_as_in_vanilla(
+        ansible_bin, ansible_account, doomed_account, sshd, tmp_path):
+    """Our interpreter running as the account would make userdel refuse
+    ("currently used by process"): the broker shuts it down first."""
+    book = DELETE_BECOME_USER % {'doomed': doomed_account}
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert vanilla.rc == 0, vanilla.output
+    assert_same(vanilla, ours)
+    results = {r['task']: r for r in ours.results}
+    assert results['as the account']['result']['stdout'] == doomed_account
+    assert ours.stats['contexts_retired'] == 1, ours.stats
+
+
 RAW_BECOME = """
 - hosts: targets
   gather_facts: false
