@@ -34,9 +34,25 @@ written from every result found there.
 
 Needs root (sshd, destructive targets), the ansible-core venvs with plasmid
 installed in editable compat mode (/opt/plasmid-ansible/X.Y, else
-/opt/ansible/X.Y), and the sdists.  Example::
+/opt/ansible/X.Y; ``--venv-root DIR`` looks in DIR/X.Y instead), and the
+sdists.  Example::
 
     python3 tests/ansible/compat/run_targets.py --versions 2.21,2.18 --jobs 2
+
+The plasmid that runs is this file's checkout: the plugin's text comes from
+it, and the venv must import plasmid from it too (checked).  To test one
+commit while the working tree changes, run the script from a clone with
+venvs of its own, and keep the results with the others::
+
+    git clone . /tmp/snap   # then venvs under /opt/snap-venvs/X.Y, with
+                            # pip install --config-settings editable_mode=compat -e /tmp/snap
+    python3 /tmp/snap/tests/ansible/compat/run_targets.py --venv-root /opt/snap-venvs \
+        --results $PWD/build/ansible-compat --doc /tmp/snap-report.md ...
+    python3 tests/ansible/compat/run_targets.py --report-only
+
+(the report takes in notes.md of the checkout that writes it, hence the
+second command).  The Runs table says which venv ran and which clone, at
+which commit.
 """
 from __future__ import annotations
 
@@ -126,27 +142,33 @@ _os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
 
 # ------------------------------------------------------------------ setup
 
-def venv_for(version: str) -> str:
-    for root in VENV_ROOTS:
+def venv_for(version: str, roots=VENV_ROOTS) -> str:
+    for root in roots:
         venv = os.path.join(root, version)
         if os.path.exists(os.path.join(venv, 'bin', 'ansible-playbook')):
             return venv
-    raise SystemExit('no ansible-core %s venv under %s' % (version, ' or '.join(VENV_ROOTS)))
+    raise SystemExit('no ansible-core %s venv under %s' % (version, ' or '.join(roots)))
 
 
 def check_venv(venv: str) -> str:
-    """The venv's exact ansible-core version; plasmid must be importable."""
+    """The venv's exact ansible-core version; plasmid must be importable,
+    and from this checkout (the plugin's text comes from it)."""
     python = os.path.join(venv, 'bin', 'python')
     out = subprocess.run(
         [python, '-c', 'import ansible.release, plasmid.ansible, '
-         'ansible_collections.plasmid.accel; print(ansible.release.__version__)'],
-        capture_output=True, text=True)
+         'ansible_collections.plasmid.accel; print(ansible.release.__version__); '
+         'print(plasmid.__file__)'],
+        capture_output=True, text=True, cwd='/')
+    install = ('install it: %s/bin/pip install -q --config-settings '
+               'editable_mode=compat -e %s' % (venv, REPO))
     if out.returncode:
-        raise SystemExit(
-            '%s cannot import plasmid (install it: %s/bin/pip install -q '
-            '--config-settings editable_mode=compat -e %s):\n%s'
-            % (venv, venv, REPO, out.stderr.strip()))
-    return out.stdout.strip()
+        raise SystemExit('%s cannot import plasmid (%s):\n%s'
+                         % (venv, install, out.stderr.strip()))
+    version, where = (out.stdout.strip().splitlines() + ['', ''])[:2]
+    if os.path.realpath(os.path.dirname(where)) != os.path.realpath(os.path.join(REPO, 'plasmid')):
+        raise SystemExit('%s imports plasmid from %s, not from %s (%s)'
+                         % (venv, os.path.dirname(where), REPO, install))
+    return version
 
 
 def sdist_for(full_version: str) -> str:
@@ -532,7 +554,7 @@ class Runner:
 
     def run_version(self, version: str) -> None:
         args = self.args
-        venv = venv_for(version)
+        venv = venv_for(version, args.venv_roots)
         full = check_venv(venv)
         sdist = sdist_for(full)
         vdir = os.path.join(args.results, version)
@@ -554,14 +576,17 @@ class Runner:
             meta_path = os.path.join(vdir, 'meta.json')
             try:
                 with open(meta_path) as handle:
-                    runs = json.load(handle).get('runs', [])
+                    old = json.load(handle)
             except (OSError, ValueError):
-                runs = []
+                old = {}
+            runs = old.get('runs', [])
+            for run in runs:  # runs from before runs said which venv they used
+                run.setdefault('venv', old.get('venv', '?'))
             # Later runs of some targets replace those targets' results only.
             runs = [r for r in runs if set(r['targets']) - set(args.targets)]
             runs.append({
                 'command': args.command_line, 'targets': list(args.targets),
-                'plasmid': plasmid_revision(),
+                'plasmid': plasmid_revision(), 'checkout': REPO, 'venv': venv,
                 'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
             })
             meta = {'version': version, 'ansible_core': full, 'venv': venv,
@@ -648,7 +673,8 @@ class Runner:
                 'plasmid': plasmid_revision() if mode == 'plasmid' else '',
                 'brokers': len(brokers),
                 'counters': sum_counters(brokers),
-                'log': os.path.relpath(log_path, REPO),
+                'log': (os.path.relpath(log_path, REPO)
+                        if log_path.startswith(REPO + os.sep) else log_path),
                 'tail': lines[-40:],
             }
             with open(os.path.join(out_dir, target + '.json'), 'w') as handle:
@@ -737,6 +763,9 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
            'python3 tests/ansible/compat/run_targets.py --versions 2.21,2.18,2.19,2.20 --jobs 2 --timeout 600',
            '```', '',
            '`--targets a,b` runs some targets only (their results replace the stored ones),',
+           '`--modes plasmid` runs one mode only, `--venv-root DIR` takes the venvs from',
+           'DIR/X.Y, `--results DIR` keeps results elsewhere (the script\'s docstring shows',
+           'how to test a clone at one commit while the working tree changes),',
            '`--report-only` rewrites this file from the stored results. Logs:',
            'build/ansible-compat/VERSION/MODE/TARGET.log (not committed).', '',
            'What the machine needs besides the venvs and the sdists: root, sshd, sudo,',
@@ -747,14 +776,21 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
            '(targets marked needs/ssh run `ssh localhost`); both are marked and taken out',
            'at the end.', '',
            '## Runs', '',
-           '| version | ansible-core | date | plasmid at | command |', '|---|---|---|---|---|']
+           '"plasmid at": the commit of the checkout the script ran from (a clone',
+           'when named: the plasmid it ran); "venv": the ansible-core venv it used.', '',
+           '| version | ansible-core | date | plasmid at | venv | command |',
+           '|---|---|---|---|---|---|']
     for v in versions:
         meta = metas.get(v, {})
         runs = meta.get('runs') or [meta]
         for run in runs:
-            out.append('| %s | %s | %s | %s | `%s` |' % (
-                v, meta.get('ansible_core', '?'), run.get('date', '?'),
-                run.get('plasmid', '?'), run.get('command', '?')))
+            at = run.get('plasmid', '?')
+            checkout = run.get('checkout')
+            if checkout and os.path.realpath(checkout) != os.path.realpath(REPO):
+                at += ' (clone %s)' % checkout
+            out.append('| %s | %s | %s | %s | %s | `%s` |' % (
+                v, meta.get('ansible_core', '?'), run.get('date', '?'), at,
+                run.get('venv', meta.get('venv', '?')), run.get('command', '?')))
     out += ['', 'A later command for some targets replaces their earlier results. The first',
             '2.21 run met gaps of this machine that the script now fills (sshd without',
             'PAM, sftp or users\' own authorized_keys, no `ssh localhost`, no setfacl, files',
@@ -865,14 +901,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per target')
     parser.add_argument('-v', dest='verbosity', action='count', default=1,
                         help='more ansible-test verbosity (default -v)')
-    parser.add_argument('--results', default=DEFAULT_RESULTS)
-    parser.add_argument('--doc', default=DEFAULT_DOC)
+    parser.add_argument('--venv-root', dest='venv_roots', action='append', metavar='DIR',
+                        help='look for the ansible-core venvs in DIR/X.Y (may be given '
+                        'more than once; default: %s)' % ' then '.join(VENV_ROOTS))
+    parser.add_argument('--results', default=DEFAULT_RESULTS, metavar='DIR',
+                        help='where results are stored and read (default: %(default)s)')
+    parser.add_argument('--doc', default=DEFAULT_DOC, metavar='FILE',
+                        help='the report written (default: %(default)s)')
     parser.add_argument('--report-only', action='store_true')
     args = parser.parse_args(argv)
     only = [v for v in (args.versions or '').split(',') if v]
     args.versions = only or ['2.21']
     args.targets = [t for t in args.targets.split(',') if t]
     args.modes = [m for m in args.modes.split(',') if m]
+    args.venv_roots = tuple(args.venv_roots or VENV_ROOTS)
     args.command_line = 'python3 tests/ansible/compat/run_targets.py ' + ' '.join(argv)
     if not args.report_only:
         # A plain kill still stops sshd and takes the ssh setup out again.
