@@ -385,18 +385,30 @@ class Broker:
         return self.pool.reset(spec)
 
 
+def process_alive(pid: int) -> bool:
+    """Whether *pid* still runs.  A process that exited but was not yet
+    reaped by its parent (a zombie) has ended: its parent may be waiting
+    for us to end first (a profiler following its children does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            state = handle.read().rpartition(')')[2].split()[0]
+    except (OSError, IndexError):
+        return True     # no /proc here: kill() is all we know
+    return state not in ('Z', 'X')
+
+
 def watch(pid: int, on_gone) -> None:
     """Call *on_gone* (from a thread) once process *pid* has exited."""
     def run() -> None:
-        while True:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                on_gone()
-                return
-            except PermissionError:
-                pass
+        while process_alive(pid):
             time.sleep(0.2)
+        on_gone()
     threading.Thread(target=run, name='plasmid-watch', daemon=True).start()
 
 
