@@ -83,8 +83,9 @@ options:
     description:
       - Arguments for every ssh command line. ControlMaster, ControlPersist and
         ControlPath options are dropped, since each interpreter keeps its own ssh.
+      - The default asks for compression, as the ssh plugin's default does.
     type: string
-    default: ''
+    default: '-C'
     ini:
       - section: ssh_connection
         key: ssh_args
