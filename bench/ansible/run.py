@@ -22,7 +22,14 @@ Peers, all running ansible-playbook from a venv (--venv; Mitogen's from
   so each starts cold like the other peers;
 - mitogen: ANSIBLE_STRATEGY=mitogen_linear from the installed
   ansible_mitogen (the plugin directory is found in the venv);
-- plasmid: ANSIBLE_TRANSPORT=plasmid.accel.ssh.
+- plasmid: ANSIBLE_TRANSPORT=plasmid.accel.ssh;
+- plasmid-strategy: the same plus ANSIBLE_STRATEGY=plasmid.accel.linear,
+  the optional strategy that loads the connection plugin before workers
+  fork.
+
+plasmid's sources are byte-compiled for the venv's Python first (as ``pip
+install`` does): with PYTHONDONTWRITEBYTECODE set, as it may be in a
+shell, every worker would otherwise compile them again.
 
 The inventory is the same for all three: hosts t1..tN at 127.0.0.1, user,
 key, ``ansible_ssh_common_args`` = the test bed's ssh options without its
@@ -80,7 +87,8 @@ PLAYBOOKS = os.path.join(HERE, 'playbooks')
 RELAY = os.path.join(HERE, 'relay.py')
 REAP = os.path.join(HERE, 'reap.py')
 REMOTE_PYTHON = '/usr/bin/python3'
-PEERS = ('vanilla', 'mitogen', 'plasmid')
+PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-strategy')
+PLASMID_PEERS = ('plasmid', 'plasmid-strategy')
 RUN_TIMEOUT = 1200.0
 # Targets from the issue.
 TARGET_WALL_VS_MITOGEN = 0.5     # one host: plasmid wall <= 1/2 Mitogen's
@@ -280,6 +288,14 @@ def plasmid_digest() -> str:
 
 # ---------------------------------------------------------------- ansible
 
+def compile_plasmid(venv: str) -> None:
+    """Byte-compile plasmid for the venv's Python, as pip install does."""
+    subprocess.run([venv_python(venv), '-m', 'compileall', '-q',
+                    os.path.join(benchlib.REPO_DIR, 'plasmid'),
+                    os.path.join(benchlib.REPO_DIR, 'ansible_collections')],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 def venv_python(venv: str) -> str:
     return os.path.join(venv, 'bin', 'python')
 
@@ -327,8 +343,10 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
     if peer == 'mitogen':
         env['ANSIBLE_STRATEGY_PLUGINS'] = mitogen_strategy
         env['ANSIBLE_STRATEGY'] = 'mitogen_linear'
-    elif peer == 'plasmid':
+    elif peer in PLASMID_PEERS:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
+        if peer == 'plasmid-strategy':
+            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.linear'
     env.update(extra)
     return env
 
@@ -429,7 +447,7 @@ class Bench:
                 os.path.join(PLAYBOOKS, scenario.playbook),
                 '-e', 'run_id=%s' % name, '-e', 'dest_dir=%s' % self.dest_dir,
                 *scenario.args, *self.args.ansible_arg]
-        if peer == 'plasmid':
+        if peer in PLASMID_PEERS:
             digest = plasmid_digest()
             if digest not in self.digests:
                 self.digests.append(digest)
@@ -514,41 +532,50 @@ def report(scenario: Scenario, results: dict[str, list[Result]],
             kib(totals),
             '%.1f' % (total_actions / med[peer]['wall']),
             fmt_range([r.target_cpu for r in good], 1)])
-    for base in ('vanilla', 'mitogen'):
-        if 'plasmid' in med and base in med:
-            p, b = med['plasmid'], med[base]
-            rows.append(['plasmid / %s' % base, '',
-                         '%.2fx' % (p['wall'] / b['wall']),
-                         '%.2fx' % (p['cpu'] / b['cpu']), '', '',
-                         '%.2fx' % (p['bytes'] / b['bytes']),
-                         '%.2fx' % (b['wall'] / p['wall']), ''])
+    for ours in PLASMID_PEERS:
+        for base in ('vanilla', 'mitogen'):
+            if ours in med and base in med:
+                p, b = med[ours], med[base]
+                rows.append(['%s / %s' % (ours, base), '',
+                             '%.2fx' % (p['wall'] / b['wall']),
+                             '%.2fx' % (p['cpu'] / b['cpu']), '', '',
+                             '%.2fx' % (p['bytes'] / b['bytes']),
+                             '%.2fx' % (b['wall'] / p['wall']), ''])
     print(benchlib.table(
         ['peer', 'runs', 'wall s', 'controller CPU s', 'sent KiB',
          'received KiB', 'total KiB', 'actions/s', 'sshd-side CPU s'], rows))
     verdicts = []
-    if 'plasmid' not in med:
-        return verdicts
-    p = med['plasmid']
+    for ours in PLASMID_PEERS:
+        if ours in med:
+            verdicts += _verdicts(scenario, ours, med)
+    for line in verdicts:
+        print('target: ' + line)
+    return verdicts
+
+
+def _verdicts(scenario: Scenario, ours: str, med: dict) -> list[str]:
+    """The issue's targets for one plasmid peer."""
+    verdicts = []
+    p = med[ours]
+    label = '%s (%s)' % (scenario.label, ours)
     if scenario.hosts == 1 and 'mitogen' in med:
         m = med['mitogen']
         verdicts.append('%s: wall <= 1/2 of Mitogen: %.2fx -> %s' % (
-            scenario.label, p['wall'] / m['wall'],
+            label, p['wall'] / m['wall'],
             benchlib.met(p['wall'] <= TARGET_WALL_VS_MITOGEN * m['wall'])))
         verdicts.append('%s: bytes <= Mitogen: %.2fx -> %s' % (
-            scenario.label, p['bytes'] / m['bytes'],
+            label, p['bytes'] / m['bytes'],
             benchlib.met(p['bytes'] <= m['bytes'])))
     if scenario.hosts > 1 and 'mitogen' in med:
         m = med['mitogen']
         verdicts.append('%s: throughput >= 3x Mitogen: %.2fx -> %s' % (
-            scenario.label, m['wall'] / p['wall'],
+            label, m['wall'] / p['wall'],
             benchlib.met(m['wall'] / p['wall'] >= TARGET_HOSTS_THROUGHPUT)))
     if 'vanilla' in med:
         v = med['vanilla']
         verdicts.append('%s: controller CPU <= 1/2 of vanilla: %.2fx -> %s' % (
-            scenario.label, p['cpu'] / v['cpu'],
+            label, p['cpu'] / v['cpu'],
             benchlib.met(p['cpu'] <= TARGET_CPU_VS_VANILLA * v['cpu'])))
-    for line in verdicts:
-        print('target: ' + line)
     return verdicts
 
 
@@ -626,6 +653,8 @@ def main() -> None:
         'quick' if args.quick else 'full size', args.reps,
         '' if args.no_warmup else ', after 1 untimed warm-up each'))
 
+    if any(p in PLASMID_PEERS for p in peers):
+        compile_plasmid(args.venv)
     work = args.log_dir or tempfile.mkdtemp(prefix='plasmid-ansible-bench-')
     os.makedirs(work, exist_ok=True)
     os.chmod(work, 0o755)

@@ -52,6 +52,11 @@ class BecomeFailed(Exception):
     """The login worked, becoming the other user did not."""
 
 
+class ZipWanted(Exception):
+    """A module run named a payload the context has not got: the worker
+    sends it again with the zip."""
+
+
 class Target:
     """One context and what it holds."""
 
@@ -228,6 +233,8 @@ class Broker:
             return ('ok', self.ops[op](*args))
         except BecomeFailed as exc:
             return ('error', 'become', str(exc))
+        except ZipWanted:
+            return ('error', 'zip-wanted', '')
         except ConnectError as exc:
             return ('error', 'connect', str(exc))
         except ContextLost as exc:
@@ -306,7 +313,9 @@ class Broker:
     # ------------------------------------------------------ operations
 
     def run_module(self, spec: dict, python: str, digest: str,
-                   zip_data: bytes, job: dict) -> tuple:
+                   zip_data: Optional[bytes], job: dict) -> tuple:
+        """Run a module from payload *digest*; *zip_data* may be None
+        when the worker expects the context to have it."""
         removed = _account_removed(job)
         if removed and self.pool.retire_account(spec, removed):
             self.counts['contexts_retired'] += 1
@@ -342,9 +351,12 @@ class Broker:
         self._defer(spec, target.run_shell_checked, command)
         return 0, b'', b''
 
-    def _ensure_zip(self, found: Target, digest: str, data: bytes) -> None:
+    def _ensure_zip(self, found: Target, digest: str,
+                    data: Optional[bytes]) -> None:
         if digest in found.zips:
             return
+        if data is None:
+            raise ZipWanted()
         with found.lock:
             if digest not in found.zips:
                 self._call_ahead_of(found, target.add_zip, digest, data)

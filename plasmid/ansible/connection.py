@@ -40,6 +40,10 @@ HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
 _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
 
 
+class _ZipWanted(Exception):
+    """The broker has no copy of a module's payload: send it."""
+
+
 class Connection(ConnectionBase):
     """ssh, with one persistent interpreter per account on each host."""
 
@@ -113,6 +117,8 @@ class Connection(ConnectionBase):
         try:
             return self.client.call(op, *args)
         except BrokerError as exc:
+            if exc.kind == 'zip-wanted':
+                raise _ZipWanted() from None
             raise _ansible_error(exc, self.become) from None
 
     # --------------------------------------------------------- running
@@ -134,15 +140,25 @@ class Connection(ConnectionBase):
         job = payload.parse(in_data) if in_data and parsed.interpreter \
             else None
         if job is not None and job.interpreter == parsed.interpreter:
-            return tuple(self._call('module', spec, job.interpreter,
-                                    job.digest, job.zip_data,
-                                    job.to_target(parsed.env)))
+            return self._run_module(spec, job, parsed.env)
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
         return tuple(self._call('shell', spec, None, text, in_data,
                                 None, None, None,
                                 self._wants_tty(in_data, sudoable)))
+
+    def _run_module(self, spec: dict, job: payload.ModuleJob,
+                    env: dict) -> tuple:
+        """Ask for the run by the payload's digest; send the zip itself
+        only when the context lacks it (once per context and module)."""
+        to_target = job.to_target(env)
+        try:
+            return tuple(self._call('module', spec, job.interpreter,
+                                    job.digest, None, to_target))
+        except _ZipWanted:
+            return tuple(self._call('module', spec, job.interpreter,
+                                    job.digest, job.zip_data, to_target))
 
     def _housekeeping(self, spec: dict, text: str,
                       chore: commands.Housekeeping) -> tuple:

@@ -41,20 +41,26 @@ _LEGACY_NOFILE = re.compile(r"requested_soft = min\(existing_hard, (\d+)\)")
 class ModuleJob:
     """What target.run_module needs, and the zip it runs from."""
 
-    def __init__(self, style: str, interpreter: str, zip_data: bytes,
+    def __init__(self, style: str, interpreter: str, zip_text: str,
                  module_fqn: str, params: bytes,
                  profile: Optional[str] = None,
                  extensions: Optional[dict] = None,
                  rlimit_nofile: int = 0) -> None:
         self.style = style              # 'loader' or 'legacy'
         self.interpreter = interpreter  # from the shebang
-        self.zip_data = zip_data
-        self.digest = ''
+        self.zip_text = zip_text        # base64, as in the script
+        # Names the payload; computed from the text, so that a worker
+        # whose context has the zip never decodes it.
+        self.digest = hashlib.sha1(zip_text.encode('ascii')).hexdigest()
         self.module_fqn = module_fqn
         self.params = params
         self.profile = profile
         self.extensions = extensions or {}
         self.rlimit_nofile = rlimit_nofile
+
+    @property
+    def zip_data(self) -> bytes:
+        return base64.b64decode(self.zip_text, validate=True)
 
     def to_target(self, env: dict) -> dict:
         job: dict[str, Any] = {
@@ -83,15 +89,25 @@ def parse(script: bytes) -> Optional[ModuleJob]:
         job = _parse_loader(body, interpreter)
     else:
         job = _parse_legacy(body, interpreter)
-    if job is None:
-        return None
-    job.digest = hashlib.sha1(job.zip_data).hexdigest()
     return job
 
 
 def _literal(text: str) -> Any:
     import ast  # only when a module runs: workers import this per task
     return ast.literal_eval(text)
+
+
+_BASE64 = re.compile(r"(['\"])([A-Za-z0-9+/=]*)\1")
+
+
+def _base64_literal(text: str) -> str:
+    """The base64 text of a quoted literal.  The zip's literal is most of
+    the script: matched, not parsed (literal_eval would compile 100 KiB of
+    it every task)."""
+    match = _BASE64.fullmatch(text.strip())
+    if match is None:
+        raise ValueError('not a base64 literal')
+    return match.group(2)
 
 
 def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
@@ -102,8 +118,10 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
             continue
         if key == 'date_time':
             continue  # only used to date a file inside the zip
+        value = value.rstrip(',')
         try:
-            args[key] = _literal(value.rstrip(','))
+            args[key] = _base64_literal(value) if key == 'zip_data' \
+                else _literal(value)
         except (ValueError, SyntaxError):
             return None
     if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
@@ -111,8 +129,7 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
     if args.get('extensions'):
         return None  # coverage or a debugger: run the wrapper as it is
     return ModuleJob(
-        style='loader', interpreter=interpreter,
-        zip_data=base64.b64decode(args['zip_data']),
+        style='loader', interpreter=interpreter, zip_text=args['zip_data'],
         module_fqn=args['module_fqn'],
         params=args['params'].encode('utf-8'), profile=args['profile'],
         extensions=args.get('extensions') or {},
@@ -126,14 +143,14 @@ def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:
         if match is None:
             return None
         try:
-            found[key] = _literal(match.group(1))
+            found[key] = _base64_literal(match.group(1)) \
+                if key == 'zip_data' else _literal(match.group(1))
         except (ValueError, SyntaxError):
             return None
     nofile = _LEGACY_NOFILE.search(body)
     params = found['params']
     return ModuleJob(
-        style='legacy', interpreter=interpreter,
-        zip_data=base64.b64decode(found['zip_data']),
+        style='legacy', interpreter=interpreter, zip_text=found['zip_data'],
         module_fqn=found['module_fqn'],
         params=params.encode('utf-8') if isinstance(params, str) else params,
         rlimit_nofile=int(nofile.group(1)) if nofile else 0)

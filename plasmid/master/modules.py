@@ -48,7 +48,8 @@ PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli',
                     # the Ansible accelerator's controller side
                     'plasmid.ansible.broker', 'plasmid.ansible.client',
                     'plasmid.ansible.commands', 'plasmid.ansible.connection',
-                    'plasmid.ansible.payload', 'plasmid.ansible.wire')
+                    'plasmid.ansible.payload', 'plasmid.ansible.strategy',
+                    'plasmid.ansible.wire')
 
 
 def _stdlib_dirs() -> tuple[str, ...]:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The test account's password: sudo asks for it when becoming USER_B.
@@ -20,6 +21,8 @@ class Run:
     pid: int
     results: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    # plasmid.ansible modules loaded in ansible-playbook's own process
+    main_modules: Optional[list] = None
 
     def by_task(self) -> dict:
         return {(r['host'], r['task']): r for r in self.results}
@@ -49,8 +52,9 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     inv = tmp_path / ('inventory-%s.ini' % tag)
     inv.write_text(inventory)
     record = tmp_path / ('record-%s.jsonl' % tag)
+    main = tmp_path / ('record-main-%s.json' % tag)
     stats = tmp_path / ('stats-%s.json' % tag)
-    for path in (record, stats):
+    for path in (record, main, stats):
         if path.exists():
             path.unlink()
     env = dict(os.environ,
@@ -59,7 +63,8 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
                ANSIBLE_PIPELINING='True', ANSIBLE_NOCOLOR='1',
                ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-local'),
                ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
-               PLASMID_RECORD=str(record), PLASMID_ANSIBLE_STATS=str(stats))
+               PLASMID_RECORD=str(record), PLASMID_RECORD_MAIN=str(main),
+               PLASMID_ANSIBLE_STATS=str(stats))
     if accelerated:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
     env.update(extra_env or {})
@@ -73,6 +78,8 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     if record.exists():
         run.results = [json.loads(line) for line in
                        record.read_text().splitlines()]
+    if main.exists():
+        run.main_modules = json.loads(main.read_text())['loaded']
     if accelerated:
         run.stats = _wait_for_stats(stats)
     return run

@@ -65,6 +65,23 @@ def test_become_tasks_share_two_interpreters(ansible_bin, ansible_account,
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
 
 
+def test_the_optional_strategy_loads_the_plugin_before_workers_fork(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """plasmid.accel.linear runs like linear, with the connection plugin
+    loaded in ansible-playbook's process (workers inherit it); without
+    it, the main process never loads the plugin."""
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, BECOME, inv, False)
+    plain = run_playbook(ansible_bin, tmp_path, BECOME, inv, True)
+    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True,
+                        {'ANSIBLE_STRATEGY': 'plasmid.accel.linear'})
+    assert_same(vanilla, ours)
+    assert ours.stats['module_runs'] == 12, ours.stats
+    assert 'plasmid.ansible.connection' in ours.main_modules
+    assert plain.main_modules is not None, plain.output  # it was recorded
+    assert 'plasmid.ansible.connection' not in plain.main_modules
+
+
 PARITY = r"""
 - hosts: targets
   gather_facts: false

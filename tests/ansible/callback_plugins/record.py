@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from ansible.plugins.callback import CallbackBase
 
@@ -42,3 +43,13 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_skipped(self, result, **kwargs):
         self._write('skipped', result)
+
+    def v2_playbook_on_stats(self, stats):
+        # Which of plasmid's modules the main process loaded (the optional
+        # strategy loads the connection plugin there before workers fork).
+        path = os.environ.get('PLASMID_RECORD_MAIN')
+        if path:
+            loaded = sorted(n for n in sys.modules
+                            if n.startswith('plasmid.ansible'))
+            with open(path, 'w') as handle:
+                json.dump({'pid': os.getpid(), 'loaded': loaded}, handle)

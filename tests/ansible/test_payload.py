@@ -1,0 +1,51 @@
+"""Taking AnsiballZ wrappers apart (the script shapes, not ansible-core:
+the playbook tests run the real ones of each release)."""
+from __future__ import annotations
+
+import base64
+import io
+import zipfile
+
+from plasmid.ansible import payload
+
+
+def a_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, 'w') as archive:
+        archive.writestr('ansible/modules/ping.py', 'print("pong")\n')
+    return buffer.getvalue()
+
+
+def loader_script(zip_literal: str) -> bytes:
+    return ('#!/usr/bin/python3\n'
+            'def _ansiballz_main(**kw):\n    pass\n'
+            '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
+            'zip_data=%s,\n'
+            "ansible_module='ping',\n"
+            "module_fqn='ansible.modules.ping',\n"
+            "params='{\"ANSIBLE_MODULE_ARGS\": {}}',\n"
+            "profile='legacy',\n"
+            'date_time=datetime.datetime(2026, 11, 22, 0, 0, 0),\n'
+            'extensions={},\n'
+            '    )\n' % zip_literal).encode('utf-8')
+
+
+def test_the_zip_is_named_without_decoding_and_decoded_on_demand():
+    data = a_zip()
+    text = base64.b64encode(data).decode('ascii')
+    job = payload.parse(loader_script("'%s'" % text))
+    assert job is not None and job.style == 'loader'
+    assert job.module_fqn == 'ansible.modules.ping'
+    assert job.zip_data == data
+    other = payload.parse(loader_script("'%s'" % base64.b64encode(
+        data + b'\0').decode('ascii')))
+    assert other.digest != job.digest
+    assert payload.parse(loader_script("'%s'" % text)).digest == job.digest
+
+
+def test_a_zip_literal_that_is_not_plain_base64_falls_back():
+    """Anything but a quoted base64 literal (an expression, say) is a shape
+    we do not know: None, and the script runs as it is."""
+    text = base64.b64encode(a_zip()).decode('ascii')
+    assert payload.parse(loader_script("'%s' + ''" % text)) is None
+    assert payload.parse(loader_script("'%s\\n'" % text)) is None
