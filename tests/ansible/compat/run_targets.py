@@ -116,6 +116,15 @@ LEFTOVERS = {
 }
 
 
+# Targets that use the same fixed names and so must not run at the same time:
+# file's handler "remove users" deletes tmp_ansible_test_user (force: yes),
+# the account copy creates for itself, uses up to acls.yml and deletes last.
+CONFLICTS = {
+    'file': {'copy'},
+    'copy': {'file'},
+}
+
+
 def remove_leftovers(target: str) -> None:
     for item in LEFTOVERS.get(target, ()):
         if item.startswith('user:'):
@@ -632,7 +641,8 @@ class Runner:
                     self.cond.notify_all()
 
     def _may_start(self, target: str) -> bool:
-        if any(name == target or alone for name, alone in self.running):
+        if any(name == target or alone or name in CONFLICTS.get(target, ())
+               for name, alone in self.running):
             return False
         return not (target in self.exclusive and self.running)
 
