@@ -25,7 +25,11 @@ Peers, all running ansible-playbook from a venv (--venv; Mitogen's from
 - plasmid: ANSIBLE_TRANSPORT=plasmid.accel.ssh;
 - plasmid-strategy: the same plus ANSIBLE_STRATEGY=plasmid.accel.linear,
   the optional strategy that loads the connection plugin before workers
-  fork.
+  fork;
+- floor (a reference, not a peer): bench/ansible/floor_plugins/floor.py, a
+  connection that answers every command at once without touching a host,
+  for the scenarios made of command tasks only: what ansible-core itself
+  spends per task, which no connection plugin can take away.
 
 plasmid's sources are byte-compiled for the venv's Python first (as ``pip
 install`` does): with PYTHONDONTWRITEBYTECODE set, as it may be in a
@@ -85,9 +89,10 @@ BENCH_USER = 'plasmid-ansible'
 SUDOERS_PATH = '/etc/sudoers.d/plasmid-ansible'
 PLAYBOOKS = os.path.join(HERE, 'playbooks')
 RELAY = os.path.join(HERE, 'relay.py')
+FLOOR_PLUGINS = os.path.join(HERE, 'floor_plugins')
 REAP = os.path.join(HERE, 'reap.py')
 REMOTE_PYTHON = '/usr/bin/python3'
-PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-strategy')
+PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-strategy', 'floor')
 PLASMID_PEERS = ('plasmid', 'plasmid-strategy')
 RUN_TIMEOUT = 1200.0
 # Targets from the issue.
@@ -109,6 +114,7 @@ class Scenario:
     args: list[str]
     rtt: bool = False
     forks: int = 5
+    commands_only: bool = True  # only command tasks: the floor peer runs it
 
     @property
     def label(self) -> str:
@@ -132,7 +138,8 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
                  ['-e', 'items=%d' % items]),
         Scenario('files', '%d copy (content:) + %d template, 1 host' % (
             copies, templates), 'files.yml', 1, copies + templates,
-            copies + templates, ['--tags', 'first5'] if quick else []),
+            copies + templates, ['--tags', 'first5'] if quick else [],
+            commands_only=False),
         Scenario('hosts50', '%d hosts x %d tasks command /bin/true, forks %d'
                  % (hosts, host_tasks, hosts), 'hosts.yml', hosts, host_tasks,
                  host_tasks, ['--tags', 'first5'] if quick else [],
@@ -343,6 +350,9 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
     if peer == 'mitogen':
         env['ANSIBLE_STRATEGY_PLUGINS'] = mitogen_strategy
         env['ANSIBLE_STRATEGY'] = 'mitogen_linear'
+    elif peer == 'floor':
+        env['ANSIBLE_CONNECTION_PLUGINS'] = FLOOR_PLUGINS
+        env['ANSIBLE_TRANSPORT'] = 'floor'
     elif peer in PLASMID_PEERS:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
         if peer == 'plasmid-strategy':
@@ -532,7 +542,7 @@ def report(scenario: Scenario, results: dict[str, list[Result]],
             kib(totals),
             '%.1f' % (total_actions / med[peer]['wall']),
             fmt_range([r.target_cpu for r in good], 1)])
-    for ours in PLASMID_PEERS:
+    for ours in PLASMID_PEERS + ('floor',):
         for base in ('vanilla', 'mitogen'):
             if ours in med and base in med:
                 p, b = med[ours], med[base]
@@ -683,10 +693,14 @@ def main() -> None:
                 warm = scenarios(True)['become20']
                 for peer in peers:
                     bench.run(peer, warm)
-            results = {s.label: {p: [] for p in peers} for s in chosen}
+            results = {s.label: {p: [] for p in peers
+                                 if p != 'floor' or s.commands_only}
+                       for s in chosen}
             for rep in range(args.reps):
                 for n, scenario in enumerate(chosen):
                     for peer in benchlib.rotated(peers, rep + n):
+                        if peer == 'floor' and not scenario.commands_only:
+                            continue
                         got = bench.run(peer, scenario)
                         results[scenario.label][peer].append(got)
                         print('# rep %d %-14s %-8s wall %6.2f s  cpu %6.2f s'

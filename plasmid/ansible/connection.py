@@ -27,11 +27,17 @@ from ansible.errors import (AnsibleAuthenticationFailure,
                             AnsibleFileNotFound)
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.connection import ConnectionBase
+from ansible.release import __version__ as ansible_version
 
 from plasmid.ansible import commands, payload
 from plasmid.ansible.client import BrokerError, Client
 
 CHUNK = 4 << 20
+# What the release's ssh plugin raises when the become prompt never shows:
+# the host is unreachable since 2.19, the task failed before.
+_PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure \
+    if tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19) \
+    else AnsibleError
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
                  'su': 'su', 'ansible.builtin.su': 'su'}
@@ -213,9 +219,9 @@ class Connection(ConnectionBase):
         if prompt_seen(plugin, output) > 1:
             raise AnsibleError('Incorrect %s password' % name)
         if b'plasmid: timed out waiting for become' in output:
-            raise AnsibleError('Timeout (%ds) waiting for privilege escalation '
-                               'prompt: %s' % (timeout, output.decode(
-                                   'utf-8', 'replace').strip()))
+            raise _PROMPT_TIMEOUT_ERROR(
+                'Timeout (%ds) waiting for privilege escalation prompt: %s'
+                % (timeout, output.decode('utf-8', 'replace').strip()))
 
     # ----------------------------------------------------------- files
 
