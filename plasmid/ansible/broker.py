@@ -13,6 +13,8 @@ Run as ``python -m plasmid.ansible.broker SOCKET WATCH_PID``; prints
 from __future__ import annotations
 
 import collections
+import hashlib
+import io
 import json
 import logging
 import os
@@ -20,6 +22,8 @@ import socket
 import sys
 import threading
 import time
+import zipfile
+import zlib
 from typing import Any, Optional
 
 import plasmid
@@ -63,6 +67,9 @@ class Target:
     def __init__(self, context: plasmid.Context) -> None:
         self.context = context
         self.zips: set[str] = set()
+        # Digests of the payload files the context holds: a later zip
+        # sends only the files that differ (module_utils are shared).
+        self.files: set[str] = set()
         self.lock = threading.Lock()  # serialises zip uploads
         # Login contexts only: calls sent ahead without waiting (temp
         # dirs, small files, clean-up) and answers that never change.
@@ -186,6 +193,30 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+def _digest(content: bytes) -> str:
+    return hashlib.sha1(content).hexdigest()
+
+
+def _split_zip(data: bytes, held: set) -> tuple[dict, dict, set]:
+    """The files of a module's zip: those the context holds already, by
+    content digest; the others, zlib-compressed; and their digests."""
+    known: dict[str, str] = {}
+    new: dict[str, bytes] = {}
+    new_digests: set[str] = set()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for path in archive.namelist():
+            if path.endswith('/'):
+                continue
+            content = archive.read(path)
+            digest = _digest(content)
+            if digest in held:
+                known[path] = digest
+            else:
+                new[path] = zlib.compress(content, 6)
+                new_digests.add(digest)
+    return known, new, new_digests
 
 
 def _account_removed(job: dict) -> Optional[str]:
@@ -359,10 +390,15 @@ class Broker:
             raise ZipWanted()
         with found.lock:
             if digest not in found.zips:
-                self._call_ahead_of(found, target.add_zip, digest, data)
+                known, new, new_digests = _split_zip(data, found.files)
+                self._call_ahead_of(found, target.add_zip_files, digest,
+                                    known, new)
                 found.zips.add(digest)
+                found.files.update(new_digests)
                 self.counts['zips_sent'] += 1
-                self.counts['zip_bytes_sent'] += len(data)
+                self.counts['zip_files_reused'] += len(known)
+                self.counts['zip_bytes_sent'] += sum(len(p)
+                                                     for p in new.values())
 
     def run_shell(self, spec: dict, python: Optional[str], command: str,
                   in_data: Optional[bytes], prompt: Optional[bytes],

@@ -4,7 +4,9 @@ Shipped on demand like any other module, so it stays stdlib-only and
 Python 2.7-compatible.  Three jobs:
 
 * run a new-style Python module from RAM: its AnsiballZ zip arrives once
-  per context (:func:`add_zip`), its sources are compiled once, and every
+  per context (:func:`add_zip_files`), and of its files only those the
+  context has not received with an earlier zip (modules share most of
+  ``module_utils``); sources are compiled once, and every
   task forks this warm interpreter, so nothing a module leaves behind
   (globals, signal handlers, warnings filters, C-extension state) reaches
   the next task and nothing is written to disk;
@@ -22,8 +24,10 @@ import signal
 import subprocess
 import sys
 import zipfile
+import zlib
 
 _ZIPS = {}  # digest -> ZipModules
+_FILES = {}  # sha1 of a payload file's content -> the content
 _CODE = {}  # (module name, source digest) -> code object, shared by zips
 ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
 # Modules this context imported itself, so that forks start warm: name ->
@@ -35,17 +39,12 @@ _COLD = set()  # names that failed to import here: not tried again
 class ZipModules(object):
     """The Python sources of one AnsiballZ zip, compiled once."""
 
-    def __init__(self, digest, data):
+    def __init__(self, digest, files):
         self.root = ROOT
         self.code = {}      # module name -> code object
         self.digests = {}   # module name -> source digest
         self.packages = set()
-        self.files = {}     # path inside the zip -> bytes (package data)
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        for path in archive.namelist():
-            if path.endswith('/'):
-                continue
-            self.files[path] = archive.read(path)
+        self.files = files  # path inside the zip -> bytes (package data)
         for path, source in self.files.items():
             if path.endswith('.py') and path != 'sitecustomize.py':
                 self._compile(path, source)
@@ -147,8 +146,30 @@ def has_zips(digests):
 
 
 def add_zip(digest, data):
+    """A whole zip (tests, and callers that keep no account of files)."""
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    files = dict((path, archive.read(path)) for path in archive.namelist()
+                 if not path.endswith('/'))
+    return _add(digest, files)
+
+
+def add_zip_files(digest, known, new):
+    """The files of zip *digest*: *known* maps paths to the digests of
+    contents an earlier zip brought; *new* maps paths to zlib-compressed
+    contents.  Returns how many modules it holds."""
+    files = {}
+    for path, content_digest in known.items():
+        files[path] = _FILES[content_digest]
+    for path, packed in new.items():
+        content = zlib.decompress(packed)
+        _FILES[hashlib.sha1(content).hexdigest()] = content
+        files[path] = content
+    return _add(digest, files)
+
+
+def _add(digest, files):
     if digest not in _ZIPS:
-        _ZIPS[digest] = ZipModules(digest, data)
+        _ZIPS[digest] = ZipModules(digest, files)
     return len(_ZIPS[digest].code)
 
 

@@ -154,6 +154,10 @@ def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
     assert (tmp_path / 'fetched-vanilla').read_text() == \
         open('/etc/hostname').read()
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+    # Several modules' zips went to the same contexts: after the first,
+    # the module_utils files they share were not sent again.
+    assert ours.stats['zips_sent'] > 2, ours.stats
+    assert ours.stats['zip_files_reused'] > 10 * (ours.stats['zips_sent'] - 2)
 
 
 UNREACHABLE = """
