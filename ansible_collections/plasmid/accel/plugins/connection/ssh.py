@@ -10,8 +10,9 @@ description:
   - Connects with the system OpenSSH client like C(ansible.builtin.ssh), but keeps
     one Python interpreter per host, account and interpreter path for the whole run
     and runs new-style Python modules in it from memory, forking it per task.
-  - Becoming another user with sudo happens once per run, not per task. Other become
-    methods run their commands exactly as given, through the login account's shell.
+  - Becoming another user with sudo or su happens once per run, not per task. Other
+    become methods run their commands exactly as given, through the login account's
+    shell.
   - Option names and their variables are those of C(ansible.builtin.ssh).
 author: plasmid developers
 version_added: "0.1.0"
