@@ -2,7 +2,7 @@
 """Run ansible-core's own integration targets, vanilla and accelerated.
 
 For each ansible-core version, this unpacks the release's sdist (from
-/opt/ansible/sdist) into a work dir, starts a private sshd on loopback (the
+/opt/ansible/sdist, or ``--sdist-dir``) into a work dir, starts a private sshd on loopback (the
 test bed's ``SshServer``: its own host key and client key, root may log in
 with the key) and runs every target with the sdist's own ansible-test::
 
@@ -180,8 +180,8 @@ def check_venv(venv: str) -> str:
     return version
 
 
-def sdist_for(full_version: str) -> str:
-    path = os.path.join(SDIST_DIR, 'ansible_core-%s.tar.gz' % full_version)
+def sdist_for(full_version: str, sdist_dir: str = SDIST_DIR) -> str:
+    path = os.path.join(sdist_dir, 'ansible_core-%s.tar.gz' % full_version)
     if not os.path.exists(path):
         raise SystemExit('missing sdist %s' % path)
     return path
@@ -565,7 +565,7 @@ class Runner:
         args = self.args
         venv = venv_for(version, args.venv_roots)
         full = check_venv(venv)
-        sdist = sdist_for(full)
+        sdist = sdist_for(full, args.sdist_dir)
         vdir = os.path.join(args.results, version)
         os.makedirs(vdir, exist_ok=True)
         with Sshd(use_pam=True) as server, root_ssh_setup(server):
@@ -914,6 +914,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--venv-root', dest='venv_roots', action='append', metavar='DIR',
                         help='look for the ansible-core venvs in DIR/X.Y (may be given '
                         'more than once; default: %s)' % ' then '.join(VENV_ROOTS))
+    parser.add_argument('--sdist-dir', default=SDIST_DIR, metavar='DIR',
+                        help='where the ansible_core-X.Y.Z.tar.gz sdists are (default: %(default)s)')
     parser.add_argument('--results', default=DEFAULT_RESULTS, metavar='DIR',
                         help='where results are stored and read (default: %(default)s)')
     parser.add_argument('--doc', default=DEFAULT_DOC, metavar='FILE',
