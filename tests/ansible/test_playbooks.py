@@ -418,9 +418,16 @@ DELETE_BECOME_USER = """
           become: true
           become_user: %(doomed)s
       always:
+        # Vanilla races here: the last task's processes of the account may
+        # still be exiting when userdel looks.  A few tries absorb that; an
+        # interpreter of ours kept for the account would fail them all.
         - name: delete the account
           user: name=%(doomed)s state=absent remove=true
           become: true
+          register: deleted
+          until: deleted is succeeded
+          retries: 5
+          delay: 1
 """
 
 
