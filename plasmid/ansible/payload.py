@@ -27,8 +27,12 @@ from typing import Any, Optional
 
 MARKER = b'_ansiballz_main'
 _CALL = '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
+# The wrapper's keyword arguments we know how to pass on (2.22 added
+# secrets); a call with any other is a shape we do not know.
 _LOADER_KEYS = {'zip_data', 'ansible_module', 'module_fqn', 'params',
-                'profile', 'date_time', 'extensions', 'rlimit_nofile'}
+                'profile', 'date_time', 'extensions', 'rlimit_nofile',
+                'secrets'}
+_FROZENSET = re.compile(r'frozenset\((.*)\)')
 _LEGACY = {
     'zip_data': re.compile(r"^    ZIPDATA = ('[^'\n]*')$", re.M),
     'params': re.compile(r"^    ANSIBALLZ_PARAMS = ('.*')$", re.M),
@@ -45,7 +49,8 @@ class ModuleJob:
                  module_fqn: str, params: bytes,
                  profile: Optional[str] = None,
                  extensions: Optional[dict] = None,
-                 rlimit_nofile: int = 0) -> None:
+                 rlimit_nofile: int = 0,
+                 secrets: Optional[list] = None) -> None:
         self.style = style              # 'loader' or 'legacy'
         self.interpreter = interpreter  # from the shebang
         self.zip_text = zip_text        # base64, as in the script
@@ -57,6 +62,8 @@ class ModuleJob:
         self.profile = profile
         self.extensions = extensions or {}
         self.rlimit_nofile = rlimit_nofile
+        # 2.22+: values the module must mask in what it prints
+        self.secrets = secrets
 
     @property
     def zip_data(self) -> bytes:
@@ -70,6 +77,8 @@ class ModuleJob:
         }
         if self.profile is not None:
             job['profile'] = self.profile
+        if self.secrets is not None:
+            job['secrets'] = self.secrets
         return job
 
 
@@ -110,18 +119,29 @@ def _base64_literal(text: str) -> str:
     return match.group(2)
 
 
+def _loader_value(key: str, text: str) -> Any:
+    if key == 'zip_data':
+        return _base64_literal(text)
+    if key == 'secrets':  # frozenset() or frozenset({'...', ...})
+        match = _FROZENSET.fullmatch(text.strip())
+        if match is None:
+            raise ValueError('not a frozenset')
+        return sorted(_literal(match.group(1))) if match.group(1) else []
+    return _literal(text)
+
+
 def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
     args: dict[str, Any] = {}
     for line in body.rpartition(_CALL)[2].splitlines():
         key, sep, value = line.partition('=')
-        if not sep or key not in _LOADER_KEYS:
+        if not sep:
             continue
+        if key not in _LOADER_KEYS:
+            return None  # a newer wrapper: run it as it is
         if key == 'date_time':
             continue  # only used to date a file inside the zip
-        value = value.rstrip(',')
         try:
-            args[key] = _base64_literal(value) if key == 'zip_data' \
-                else _literal(value)
+            args[key] = _loader_value(key, value.rstrip(','))
         except (ValueError, SyntaxError):
             return None
     if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
@@ -133,7 +153,8 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
         module_fqn=args['module_fqn'],
         params=args['params'].encode('utf-8'), profile=args['profile'],
         extensions=args.get('extensions') or {},
-        rlimit_nofile=int(args.get('rlimit_nofile') or 0))
+        rlimit_nofile=int(args.get('rlimit_nofile') or 0),
+        secrets=args.get('secrets'))
 
 
 def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:

@@ -234,9 +234,12 @@ def _module_main(modules, job):
     params = job['params']
     if job['style'] == 'loader':
         from ansible.module_utils._internal._ansiballz import _loader
+        more = {}
+        if 'secrets' in job:  # 2.22+
+            more['secrets'] = frozenset(job['secrets'])
         _loader.run_module(json_params=params, profile=job['profile'],
                            module_fqn=fqn, modlib_path=modules.root,
-                           extensions=job.get('extensions') or {})
+                           extensions=job.get('extensions') or {}, **more)
     else:
         import runpy
         from ansible.module_utils import basic
@@ -462,7 +465,7 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
-                            preexec_fn=_default_signals,
+                            preexec_fn=_own_session,
                             env=_shell_environment())
     if prompt is None and success is None:
         out, err = proc.communicate(in_data or b'')
@@ -524,6 +527,13 @@ def _run_on_tty(command):
     return proc.wait(), b''.join(chunks), b''
 
 
+def _own_session():
+    """As sshd gives each command a session of its own: and the command's
+    children can be stopped together (_kill)."""
+    _default_signals()
+    os.setsid()
+
+
 def _new_session():
     _default_signals()
     os.setsid()
@@ -578,7 +588,16 @@ def _answer_prompt(proc, prompt, password, success, timeout):
 
 
 def _kill(proc):
-    proc.kill()
+    """Stop a become command we gave up on, with what it started (su
+    under sudo under a shell): they share its session."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    try:
+        proc.stdin.close()
+    except (IOError, OSError):
+        pass
     proc.wait()
 
 

@@ -16,7 +16,7 @@ def a_zip() -> bytes:
     return buffer.getvalue()
 
 
-def loader_script(zip_literal: str) -> bytes:
+def loader_script(zip_literal: str, more: str = '') -> bytes:
     return ('#!/usr/bin/python3\n'
             'def _ansiballz_main(**kw):\n    pass\n'
             '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
@@ -27,7 +27,8 @@ def loader_script(zip_literal: str) -> bytes:
             "profile='legacy',\n"
             'date_time=datetime.datetime(2026, 11, 22, 0, 0, 0),\n'
             'extensions={},\n'
-            '    )\n' % zip_literal).encode('utf-8')
+            '%s'
+            '    )\n' % (zip_literal, more)).encode('utf-8')
 
 
 def test_the_zip_is_named_without_decoding_and_decoded_on_demand():
@@ -49,3 +50,21 @@ def test_a_zip_literal_that_is_not_plain_base64_falls_back():
     text = base64.b64encode(a_zip()).decode('ascii')
     assert payload.parse(loader_script("'%s' + ''" % text)) is None
     assert payload.parse(loader_script("'%s\\n'" % text)) is None
+
+
+def test_secrets_of_2_22_are_passed_on():
+    """2.22's wrapper names the values the module must mask; the job
+    carries them (none: an empty list; before 2.22: absent)."""
+    text = "'%s'" % base64.b64encode(a_zip()).decode('ascii')
+    job = payload.parse(loader_script(
+        text, "secrets=frozenset({'s3cret', 'hunter2'}),\n"))
+    assert job.to_target({})['secrets'] == ['hunter2', 's3cret']
+    job = payload.parse(loader_script(text, 'secrets=frozenset(),\n'))
+    assert job.to_target({})['secrets'] == []
+    assert 'secrets' not in payload.parse(loader_script(text)).to_target({})
+
+
+def test_an_argument_we_do_not_know_falls_back():
+    """A newer wrapper may pass what we would drop: run it as it is."""
+    text = "'%s'" % base64.b64encode(a_zip()).decode('ascii')
+    assert payload.parse(loader_script(text, "flavour='new',\n")) is None
