@@ -20,6 +20,14 @@ VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'ansible_job_id', 'attempts', 'elapsed'}
 
 
+def run_both(ansible_bin: str, tmp_path, book: str, inv: str):
+    """The playbook vanilla, then accelerated; the results must match."""
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert_same(vanilla, ours)
+    return vanilla, ours
+
+
 def comparable(result: dict) -> dict:
     return {k: v for k, v in result.items() if k not in VOLATILE and
             not k.startswith('_ansible')}
@@ -283,10 +291,8 @@ def test_password_become_async_and_reset_match_vanilla(
     # Interpreter discovery included: no ansible_python_interpreter.
     inv = inventory(sshd, ansible_account).replace(
         'ansible_python_interpreter=/usr/bin/python3', '')
-    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
-    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
     assert ours.rc == 0, ours.output
-    assert_same(vanilla, ours)
     results = {r['task']: r for r in ours.results}
     assert results['sudo with a password']['result']['stdout'] == USER_B
     wrong = results['sudo with a wrong password']
@@ -437,10 +443,8 @@ def test_deleting_an_account_we_became_works_as_in_vanilla(
     ("currently used by process"): the broker shuts it down first."""
     book = DELETE_BECOME_USER % {'doomed': doomed_account}
     inv = inventory(sshd, ansible_account)
-    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
-    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
     assert vanilla.rc == 0, vanilla.output
-    assert_same(vanilla, ours)
     results = {r['task']: r for r in ours.results}
     assert results['as the account']['result']['stdout'] == doomed_account
     assert ours.stats['contexts_retired'] == 1, ours.stats
