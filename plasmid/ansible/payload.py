@@ -119,7 +119,8 @@ def _base64_literal(text: str) -> str:
     return match.group(2)
 
 
-def _loader_value(key: str, text: str) -> Any:
+def _argument_value(key: str, text: str) -> Any:
+    """The value of one of the wrapper's arguments, from its literal."""
     if key == 'zip_data':
         return _base64_literal(text)
     if key == 'secrets':  # frozenset() or frozenset({'...', ...})
@@ -141,7 +142,7 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
         if key == 'date_time':
             continue  # only used to date a file inside the zip
         try:
-            args[key] = _loader_value(key, value.rstrip(','))
+            args[key] = _argument_value(key, value.rstrip(','))
         except (ValueError, SyntaxError):
             return None
     if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
@@ -164,8 +165,7 @@ def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:
         if match is None:
             return None
         try:
-            found[key] = _base64_literal(match.group(1)) \
-                if key == 'zip_data' else _literal(match.group(1))
+            found[key] = _argument_value(key, match.group(1))
         except (ValueError, SyntaxError):
             return None
     nofile = _LEGACY_NOFILE.search(body)

@@ -23,7 +23,6 @@ import select
 import signal
 import subprocess
 import sys
-import zipfile
 import zlib
 
 _ZIPS = {}  # digest -> ZipModules
@@ -140,19 +139,6 @@ class ZipFinder(object):
 
 # ------------------------------------------------------- module payloads
 
-def has_zips(digests):
-    """Which of *digests* this context holds already."""
-    return [d for d in digests if d in _ZIPS]
-
-
-def add_zip(digest, data):
-    """A whole zip (tests, and callers that keep no account of files)."""
-    archive = zipfile.ZipFile(io.BytesIO(data))
-    files = dict((path, archive.read(path)) for path in archive.namelist()
-                 if not path.endswith('/'))
-    return _add(digest, files)
-
-
 def add_zip_files(digest, known, new):
     """The files of zip *digest*: *known* maps paths to the digests of
     contents an earlier zip brought; *new* maps paths to zlib-compressed
@@ -164,10 +150,6 @@ def add_zip_files(digest, known, new):
         content = zlib.decompress(packed)
         _FILES[hashlib.sha1(content).hexdigest()] = content
         files[path] = content
-    return _add(digest, files)
-
-
-def _add(digest, files):
     if digest not in _ZIPS:
         _ZIPS[digest] = ZipModules(digest, files)
     return len(_ZIPS[digest].code)
@@ -535,8 +517,8 @@ def _own_session():
 
 
 def _new_session():
-    _default_signals()
-    os.setsid()
+    """_own_session, with the terminal on fd 0 as its controlling one."""
+    _own_session()
     import fcntl
     import termios
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
