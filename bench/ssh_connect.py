@@ -58,7 +58,6 @@ import secrets
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Callable, Iterator, Optional
 
@@ -73,7 +72,7 @@ import plasmid  # noqa: E402
 from plasmid.master.bootstrap import build_blob  # noqa: E402
 from plasmid.master.router import MasterContext  # noqa: E402
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
-from testbed.accounts import ensure_account  # noqa: E402
+from testbed.accounts import ensure_account, write_sudoers  # noqa: E402
 
 PYTHON = 'python3'
 BARE_SUDO = ['sudo', '-n', '-H', '-u', 'root', PYTHON, '-c', 'pass']
@@ -85,23 +84,6 @@ TARGET_RT_RATIO = 4.0          # ssh round trip <= 1/4 of Mitogen's
 BENCH_USER = 'plasmid-bench'
 SUDOERS_PATH = '/etc/sudoers.d/plasmid-bench'
 SUDOERS = '%s ALL=(root) NOPASSWD: ALL\n' % BENCH_USER
-
-
-def install_sudoers() -> None:
-    """Let BENCH_USER sudo to root; checked by visudo before it goes live
-    (a name with a '.' is skipped by sudo's includedir meanwhile)."""
-    fd, tmp = tempfile.mkstemp(prefix='.plasmid-bench.',
-                               dir=os.path.dirname(SUDOERS_PATH))
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write(SUDOERS)
-        os.chmod(tmp, 0o440)
-        subprocess.run(['visudo', '-cf', tmp], check=True,
-                       capture_output=True)
-        os.replace(tmp, SUDOERS_PATH)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -116,7 +98,7 @@ def private_testbed() -> Iterator[SshServer]:
     """
     ensure_account(BENCH_USER, secrets.token_urlsafe(18))
     try:
-        install_sudoers()
+        write_sudoers(SUDOERS_PATH, SUDOERS)
         with SshServer() as server:   # stops every session it started
             server.authorize(BENCH_USER)
             yield server

@@ -83,6 +83,7 @@ import benchlib  # noqa: E402
 benchlib.setup_paths()
 
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
+from testbed.accounts import write_sudoers  # noqa: E402
 from testbed.procs import descendants  # noqa: E402
 
 BENCH_USER = 'plasmid-ansible'
@@ -173,18 +174,7 @@ def create_account() -> None:
     # sshd (UsePAM no) lets the key in.
     subprocess.run(['usermod', '-p', '*', BENCH_USER], check=True,
                    capture_output=True)
-    fd, tmp = tempfile.mkstemp(prefix='.plasmid-ansible.',
-                               dir=os.path.dirname(SUDOERS_PATH))
-    try:
-        with os.fdopen(fd, 'w') as handle:
-            handle.write('%s ALL=(root) NOPASSWD: ALL\n' % BENCH_USER)
-        os.chmod(tmp, 0o440)
-        subprocess.run(['visudo', '-cf', tmp], check=True,
-                       capture_output=True)
-        os.replace(tmp, SUDOERS_PATH)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_sudoers(SUDOERS_PATH, '%s ALL=(root) NOPASSWD: ALL\n' % BENCH_USER)
 
 
 def remove_account() -> None:

@@ -51,20 +51,27 @@ def ensure_account(name: str, password: str) -> None:
 
 
 def install_sudoers() -> None:
-    """Install SUDOERS atomically after visudo has approved it.
+    """Install the test bed's SUDOERS."""
+    write_sudoers(SUDOERS_PATH, SUDOERS)
+
+
+def write_sudoers(path: str, text: str) -> None:
+    """Install *text* as sudoers file *path*, atomically, after visudo has
+    approved it.
 
     The temp file's name contains a '.', which sudo's @includedir skips, so
     a half-written file is never live.
     """
-    fd, tmp = tempfile.mkstemp(prefix=".plasmid-testbed.", dir=os.path.dirname(SUDOERS_PATH))
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path),
+                               dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(SUDOERS)
+            f.write(text)
         os.chmod(tmp, 0o440)
         check = subprocess.run(["visudo", "-cf", tmp], capture_output=True, text=True)
         if check.returncode != 0:
             raise RuntimeError(f"visudo rejected sudoers: {check.stdout}{check.stderr}")
-        os.replace(tmp, SUDOERS_PATH)
+        os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
