@@ -17,7 +17,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from testbed.accounts import USER_B, kill_user_processes  # noqa: E402
+from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
+                              write_sudoers)
 from runner import PASSWORD  # noqa: E402
 
 ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
@@ -63,14 +64,12 @@ def ansible_account(sshd) -> Iterator[str]:
     # sudo asks for when becoming USER_B.
     subprocess.run(['chpasswd'], input='%s:%s\n' % (ACCOUNT, PASSWORD),
                    text=True, check=True)
-    with open(SUDOERS, 'w') as handle:
-        handle.write('Defaults:%s timestamp_timeout=0\n'
-                     '%s ALL=(root) NOPASSWD: ALL\n'
-                     '%s ALL=(%s) NOPASSWD: ALL\n'
-                     '%s ALL=(%s) PASSWD: ALL\n'
-                     % (ACCOUNT, ACCOUNT, ACCOUNT, DOOMED_ACCOUNT,
-                        ACCOUNT, USER_B))
-    os.chmod(SUDOERS, 0o440)
+    write_sudoers(SUDOERS, 'Defaults:%s timestamp_timeout=0\n'
+                  '%s ALL=(root) NOPASSWD: ALL\n'
+                  '%s ALL=(%s) NOPASSWD: ALL\n'
+                  '%s ALL=(%s) PASSWD: ALL\n'
+                  % (ACCOUNT, ACCOUNT, ACCOUNT, DOOMED_ACCOUNT,
+                     ACCOUNT, USER_B))
     sshd.server.authorize(ACCOUNT)
     try:
         yield ACCOUNT
