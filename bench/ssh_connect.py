@@ -72,7 +72,7 @@ import plasmid  # noqa: E402
 from plasmid.master.bootstrap import build_blob  # noqa: E402
 from plasmid.master.router import MasterContext  # noqa: E402
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
-from testbed.accounts import ensure_account, write_sudoers  # noqa: E402
+from testbed.accounts import ensure_account, remove_account, write_sudoers  # noqa: E402
 
 PYTHON = 'python3'
 BARE_SUDO = ['sudo', '-n', '-H', '-u', 'root', PYTHON, '-c', 'pass']
@@ -103,16 +103,9 @@ def private_testbed() -> Iterator[SshServer]:
             server.authorize(BENCH_USER)
             yield server
     finally:
-        if os.path.exists(SUDOERS_PATH):
-            os.unlink(SUDOERS_PATH)
-        done = subprocess.run(['userdel', '-r', BENCH_USER],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            print('# could not remove %s: %s' % (BENCH_USER, done.stderr.strip()),
-                  file=sys.stderr)
-        stamp = '/run/sudo/ts/' + BENCH_USER
-        if os.path.exists(stamp):
-            os.unlink(stamp)
+        error = remove_account(BENCH_USER, SUDOERS_PATH)
+        if error:
+            print('# could not remove %s: %s' % (BENCH_USER, error), file=sys.stderr)
 
 
 class Peers:

@@ -83,7 +83,7 @@ import benchlib  # noqa: E402
 benchlib.setup_paths()
 
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
-from testbed.accounts import write_sudoers  # noqa: E402
+from testbed import accounts  # noqa: E402
 from testbed.procs import descendants  # noqa: E402
 
 BENCH_USER = 'plasmid-ansible'
@@ -174,26 +174,15 @@ def create_account() -> None:
     # sshd (UsePAM no) lets the key in.
     subprocess.run(['usermod', '-p', '*', BENCH_USER], check=True,
                    capture_output=True)
-    write_sudoers(SUDOERS_PATH, '%s ALL=(root) NOPASSWD: ALL\n' % BENCH_USER)
+    accounts.write_sudoers(SUDOERS_PATH,
+                           '%s ALL=(root) NOPASSWD: ALL\n' % BENCH_USER)
 
 
 def remove_account() -> None:
-    if os.path.exists(SUDOERS_PATH):
-        os.unlink(SUDOERS_PATH)
-    try:
-        uid = pwd.getpwnam(BENCH_USER).pw_uid
-    except KeyError:
-        return
-    subprocess.run(['pkill', '-KILL', '-u', str(uid)], capture_output=True)
-    time.sleep(0.5)
-    done = subprocess.run(['userdel', '-r', BENCH_USER], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        print('# could not remove %s: %s' % (BENCH_USER, done.stderr.strip()),
+    error = accounts.remove_account(BENCH_USER, SUDOERS_PATH)
+    if error:
+        print('# could not remove %s: %s' % (BENCH_USER, error),
               file=sys.stderr)
-    stamp = '/run/sudo/ts/' + BENCH_USER
-    if os.path.exists(stamp):
-        os.unlink(stamp)
 
 
 # ------------------------------------------------------------ the network

@@ -10,6 +10,7 @@ import os
 import pwd
 import subprocess
 import tempfile
+from typing import Optional
 
 from .procs import wait_gone
 
@@ -110,17 +111,26 @@ def kill_user_processes(name: str) -> None:
 
 def remove_accounts() -> None:
     """Undo create_accounts(): processes, sudo rules, accounts, homes."""
-    for name in (USER_A, USER_B):
-        kill_user_processes(name)
-    if os.path.exists(SUDOERS_PATH):
-        os.unlink(SUDOERS_PATH)
-    for name in (USER_A, USER_B):
-        if user_exists(name):
-            # -r also removes the home dir; the missing mail spool warning
-            # is noise.
-            subprocess.run(["userdel", "-r", name], capture_output=True)
-        # sudo keeps per-user timestamp files; a future account with the
-        # same name must not inherit them.
-        ts = f"/run/sudo/ts/{name}"
-        if os.path.exists(ts):
-            os.unlink(ts)
+    remove_account(USER_A, SUDOERS_PATH)
+    remove_account(USER_B)
+
+
+def remove_account(name: str, sudoers_path: Optional[str] = None) -> Optional[str]:
+    """Kill `name`'s processes, remove its sudoers file (if given), the
+    account and its home; what userdel said if it failed, else None."""
+    kill_user_processes(name)
+    if sudoers_path and os.path.exists(sudoers_path):
+        os.unlink(sudoers_path)
+    error = None
+    if user_exists(name):
+        # -r also removes the home dir; the missing mail spool warning
+        # is noise.
+        done = subprocess.run(["userdel", "-r", name], capture_output=True, text=True)
+        if done.returncode != 0:
+            error = done.stderr.strip()
+    # sudo keeps per-user timestamp files; a future account with the
+    # same name must not inherit them.
+    ts = f"/run/sudo/ts/{name}"
+    if os.path.exists(ts):
+        os.unlink(ts)
+    return error
