@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import sys
+import struct
 import threading
 import time
 import zipfile
@@ -241,6 +242,9 @@ class Broker:
         # What crossed to the targets, for tests and benchmarks: module
         # runs, shell commands (hosted or as given), zips, files, contexts.
         self.counts: collections.Counter = collections.Counter()
+        # pids of the processes that connected: one per forked worker, or
+        # only ansible-playbook itself when its tasks run on threads.
+        self.client_pids: set[int] = set()
         self.ops = {
             'module': self.run_module, 'shell': self.run_shell,
             'put': self.put, 'fetch': self.fetch, 'size': self.size,
@@ -250,6 +254,7 @@ class Broker:
         }
 
     def serve(self, conn: socket.socket) -> None:
+        self.client_pids.add(peer_pid(conn))
         with conn:
             while True:
                 try:
@@ -279,6 +284,7 @@ class Broker:
     def stats(self) -> dict:
         counts = dict(self.counts)
         counts['contexts'] = self.pool.router_contexts()
+        counts['client_processes'] = len(self.client_pids)
         return counts
 
     # ----------------------------------------- ordering and sending ahead
@@ -431,6 +437,13 @@ class Broker:
 
     def reset(self, spec: dict) -> int:
         return self.pool.reset(spec)
+
+
+def peer_pid(conn: socket.socket) -> int:
+    """The pid of the process at the other end of a UNIX socket."""
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                            struct.calcsize('3i'))
+    return struct.unpack('3i', creds)[0]
 
 
 def process_alive(pid: int) -> bool:

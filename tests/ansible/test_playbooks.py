@@ -10,6 +10,10 @@ import pytest
 
 from runner import PASSWORD, inventory, run_playbook
 
+# The optional strategy: linear with each task on a thread of
+# ansible-playbook (plasmid/ansible/threadworker.py).
+STRATEGY = {'ANSIBLE_STRATEGY': 'plasmid.accel.linear'}
+
 # Keys whose values differ from run to run, vanilla or not.
 VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'ansible_facts', 'warnings', 'deprecations', 'checksum_src',
@@ -17,20 +21,29 @@ VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'mtime', 'atime', 'ctime', 'inode', 'dev', 'backup_file',
             'checksum', 'diff', 'stat', 'size', 'uid', 'gid', 'mode',
             'owner', 'group', 'state', 'path', 'results_file',
-            'ansible_job_id', 'attempts', 'elapsed'}
+            'ansible_job_id', 'attempts', 'elapsed', 'stop'}
 
 
 def run_both(ansible_bin: str, tmp_path, book: str, inv: str):
-    """The playbook vanilla, then accelerated; the results must match."""
+    """The playbook vanilla, then accelerated with the connection plugin
+    alone and with the optional strategy too; the results must match.
+    Returns vanilla's run and the plugin-only one."""
     vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
     ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
     assert_same(vanilla, ours)
+    threaded = run_playbook(ansible_bin, tmp_path, book, inv, True, STRATEGY)
+    assert_same(vanilla, threaded)
+    assert threaded.stats['client_processes'] == 1, threaded.stats
     return vanilla, ours
 
 
 def comparable(result: dict) -> dict:
-    return {k: v for k, v in result.items() if k not in VOLATILE and
+    kept = {k: v for k, v in result.items() if k not in VOLATILE and
             not k.startswith('_ansible')}
+    if isinstance(kept.get('results'), list):  # a loop's items
+        kept['results'] = [comparable(item) if isinstance(item, dict)
+                           else item for item in kept['results']]
+    return kept
 
 
 def assert_same(vanilla, accelerated) -> None:
@@ -73,21 +86,96 @@ def test_become_tasks_share_two_interpreters(ansible_bin, ansible_account,
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
 
 
-def test_the_optional_strategy_loads_the_plugin_before_workers_fork(
+def test_the_optional_strategy_runs_tasks_on_threads(
         ansible_bin, ansible_account, sshd, tmp_path):
-    """plasmid.accel.linear runs like linear, with the connection plugin
-    loaded in ansible-playbook's process (workers inherit it); without
-    it, the main process never loads the plugin."""
+    """plasmid.accel.linear runs like linear, but every task on a thread of
+    ansible-playbook: one process talks to the broker, where linear's
+    forked workers are one process per task.  With forks asked for, it
+    loads the connection plugin in ansible-playbook before they fork."""
     inv = inventory(sshd, ansible_account)
     vanilla = run_playbook(ansible_bin, tmp_path, BECOME, inv, False)
     plain = run_playbook(ansible_bin, tmp_path, BECOME, inv, True)
-    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True,
-                        {'ANSIBLE_STRATEGY': 'plasmid.accel.linear'})
-    assert_same(vanilla, ours)
-    assert ours.stats['module_runs'] == 12, ours.stats
-    assert 'plasmid.ansible.connection' in ours.main_modules
+    threaded = run_playbook(ansible_bin, tmp_path, BECOME, inv, True,
+                            STRATEGY)
+    forked = run_playbook(ansible_bin, tmp_path, BECOME, inv, True,
+                          dict(STRATEGY, PLASMID_ANSIBLE_WORKERS='fork'))
+    for run in (plain, threaded, forked):
+        assert_same(vanilla, run)
+        assert run.stats['module_runs'] == 12, run.stats
+    assert plain.stats['client_processes'] == 12, plain.stats
+    assert threaded.stats['client_processes'] == 1, threaded.stats
+    assert forked.stats['client_processes'] == 12, forked.stats
+    assert 'plasmid.ansible.connection' in forked.main_modules
     assert plain.main_modules is not None, plain.output  # it was recorded
     assert 'plasmid.ansible.connection' not in plain.main_modules
+
+
+def test_the_optional_strategy_refuses_an_unknown_worker_mode(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    inv = inventory(sshd, ansible_account)
+    run = run_playbook(ansible_bin, tmp_path, BECOME, inv, True,
+                       dict(STRATEGY, PLASMID_ANSIBLE_WORKERS='threads'))
+    assert run.rc != 0
+    assert 'PLASMID_ANSIBLE_WORKERS must be "thread" or "fork"' in \
+        run.output, run.output
+
+
+# Several hosts at once on threads: each task's parent block is templated
+# for its own host (a shared one would leak one host's values into
+# another's), and add_host/group_by reach the inventory from a thread.
+THREADED_HOSTS = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - block:
+        - name: block environment templated per host
+          shell: echo "$TAG"
+        - name: loop per host
+          command: echo {{ tag }}-{{ item }}
+          loop: [1, 2, 3]
+      environment:
+        TAG: "{{ tag }}"
+    - name: group by tag
+      group_by: key=tag_{{ tag }}
+    - name: add hosts
+      add_host: name=extra-{{ item }} groups=added
+      loop: "{{ ansible_play_hosts }}"
+      changed_when: false
+    - name: a pause
+      pause: seconds=1
+      run_once: true
+- hosts: added
+  gather_facts: false
+  connection: local
+  tasks:
+    - name: added hosts seen
+      debug: msg={{ inventory_hostname }}
+- hosts: tag_t2
+  gather_facts: false
+  tasks:
+    - name: the group of one tag
+      command: echo {{ tag }}
+"""
+
+
+def test_threaded_tasks_on_several_hosts_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    hosts = ('t1', 't2', 't3', 't4')
+    inv = inventory(sshd, ansible_account, hosts=hosts)
+    inv = '\n'.join(line + (' tag=%s' % line.split()[0])
+                     if line.startswith('t') else line
+                     for line in inv.splitlines()) + '\n'
+    vanilla, ours = run_both(ansible_bin, tmp_path, THREADED_HOSTS, inv)
+    assert ours.rc == 0, ours.output
+    echoed = {r['host']: r['result']['stdout'] for r in ours.results
+              if r['task'] == 'block environment templated per host'}
+    assert echoed == {h: h for h in hosts}, echoed
+    added = {r['host'] for r in ours.results
+             if r['task'] == 'added hosts seen'}
+    assert added == {'extra-' + h for h in hosts}, added
+    grouped = [r['host'] for r in ours.results
+               if r['task'] == 'the group of one tag']
+    assert grouped == ['t2'], grouped
 
 
 PARITY = r"""
@@ -162,6 +250,11 @@ def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
     assert (tmp_path / 'fetched-vanilla').read_text() == \
         open('/etc/hostname').read()
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+    (tmp_path / "fetched-vanilla").unlink()
+    threaded = run_playbook(ansible_bin, tmp_path, PARITY, inv, True,
+                            STRATEGY, args=('-e', 'run_tag=vanilla'))
+    assert_same(vanilla, threaded)
+    assert threaded.stats['client_processes'] == 1, threaded.stats
     # Several modules' zips went to the same contexts: after the first,
     # the module_utils files they share were not sent again.
     assert ours.stats['zips_sent'] > 2, ours.stats
@@ -399,6 +492,8 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     vanilla = run_playbook(ansible_bin, tmp_path, CRASHES, inv, False)
     ours = run_playbook(ansible_bin, tmp_path, CRASHES, inv, True)
     assert_same(vanilla, ours)
+    assert_same(vanilla, run_playbook(ansible_bin, tmp_path, CRASHES, inv,
+                                      True, STRATEGY))
     results = {r['task']: r for r in ours.results}
     assert results['a custom module']['result']['how'] == 'fine'
     assert results['an exception']['status'] == 'failed'

@@ -1,0 +1,57 @@
+"""The private ansible-core API that plasmid/ansible/threadworker.py relies
+on, checked in each release's own venv: a release that moves it fails here
+(and the strategy falls back to forked workers, tested by its warning)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+PROBE = """
+import json, sys
+from ansible.plugins import strategy as strategy_base
+from ansible.plugins.loader import PluginLoader
+from plasmid.ansible import threadworker
+original = PluginLoader._load_module_source
+threadworker.serialize_plugin_loading()
+once = PluginLoader._load_module_source
+threadworker.serialize_plugin_loading()
+print(json.dumps({
+    'shape': threadworker.executor_shape(),
+    'supported': threadworker.supported(),
+    'worker_name_in_strategy': hasattr(strategy_base, 'WorkerProcess'),
+    'wrapped': once is not original,
+    'wrapped_once': PluginLoader._load_module_source is once,
+}))
+"""
+
+FOREIGN_SHAPE = """
+import inspect
+from ansible.executor import task_executor
+from plasmid.ansible import threadworker
+class Changed:
+    def __init__(self, host, task, something_new):
+        pass
+threadworker.TaskExecutor = Changed
+print(threadworker.executor_shape(), threadworker.supported())
+"""
+
+
+def run_probe(ansible_bin: str, code: str) -> str:
+    return subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code],
+                          cwd='/', check=True, capture_output=True,
+                          text=True).stdout
+
+
+def test_each_release_has_a_known_task_executor_shape(ansible_bin):
+    found = json.loads(run_probe(ansible_bin, PROBE))
+    assert found['shape'] in ('job-vars-stdin', 'raw-result',
+                              'task-context'), found
+    assert found['supported'], found
+    # linear's _queue_task builds its worker by this module-global name.
+    assert found['worker_name_in_strategy'], found
+    assert found['wrapped'] and found['wrapped_once'], found
+
+
+def test_an_unknown_shape_is_not_supported(ansible_bin):
+    assert run_probe(ansible_bin, FOREIGN_SHAPE).split() == ['None', 'False']
