@@ -261,13 +261,22 @@ def _set_nofile(wanted):
 
 # ------------------------------------------------------------- forking
 
+# Children that reported their exit status and are left to reap.
+_UNREAPED = []
+
+
 def _forked(main):
     """Run *main* in a child process with fresh fds 0/1/2; collect them,
     and the names of the modules the child imported.
 
     The child leaves through ``os._exit``: it must never return into this
-    context's loop, nor flush buffers it shares with us.
+    context's loop, nor flush buffers it shares with us.  It reports its
+    exit status on the names pipe and closes its pipes before it exits,
+    so the answer need not wait for the kernel to tear its memory down;
+    it is reaped at the next fork.  A child that reports nothing (killed
+    by a signal) is waited for.
     """
+    _reap_reported()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     names_r, names_w = os.pipe()
@@ -279,18 +288,35 @@ def _forked(main):
         _child(main, out_w, err_w, names_w, before)
     for fd in (out_w, err_w, names_w):
         os.close(fd)
-    out, err, names = _read_all([out_r, err_r, names_r])
-    status = _wait(pid)
-    imported = names.decode('utf-8', 'replace').split()
-    return status, out, err, imported
+    out, err, report = _read_all([out_r, err_r, names_r])
+    words = report.decode('utf-8', 'replace').split()
+    if words and words[0].startswith('status='):
+        status = int(words.pop(0)[len('status='):])
+        _UNREAPED.append(pid)
+    else:
+        status = _wait(pid)
+    return status, out, err, words
 
 
-def _report_imports(names_w, before):  # pragma: no cover - in the child
+def _reap_reported():
+    for pid in list(_UNREAPED):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except OSError:  # not ours any more: nothing to reap
+            done = pid
+        if done:
+            _UNREAPED.remove(pid)
+
+
+def _report_end(names_w, before, status):  # pragma: no cover - in the child
+    """Write the exit status and the modules imported, then close every
+    pipe the parent reads: it has its answer now."""
     names = ' '.join(n for n in list(sys.modules) if n not in before)
-    data = names.encode('utf-8')
+    data = ('status=%d %s' % (status, names)).encode('utf-8')
     while data:
         data = data[os.write(names_w, data):]
-    os.close(names_w)
+    for fd in (names_w, 1, 2):
+        os.close(fd)
 
 
 def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
@@ -328,7 +354,7 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
                 stream.flush()
             except Exception:
                 pass
-        _report_imports(names_w, before)
+        _report_end(names_w, before, status)
     finally:
         os._exit(status)
 
