@@ -275,18 +275,22 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
     inv = inventory(sshd, ansible_account).replace(
         'ansible_port=%d' % server.port, 'ansible_port=1')
     vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
-    ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True)
-    assert ours.rc == vanilla.rc == 4
-    [theirs], [mine] = vanilla.results, ours.results
-    assert mine['status'] == theirs['status'] == 'unreachable'
-    assert 'Failed to connect to the host via ssh' in mine['result']['msg']
-    assert 'Traceback' not in ours.output
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True,
+                            extra)
+        assert ours.rc == vanilla.rc == 4
+        [theirs], [mine] = vanilla.results, ours.results
+        assert mine['status'] == theirs['status'] == 'unreachable'
+        assert 'Failed to connect to the host via ssh' in \
+            mine['result']['msg']
+        assert 'Traceback' not in ours.output
 
 
+@pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
 def test_contexts_end_with_the_run(ansible_bin, ansible_account, sshd,
-                                   tmp_path):
+                                   tmp_path, extra):
     inv = inventory(sshd, ansible_account)
-    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True)
+    ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True, extra)
     assert ours.rc == 0, ours.output
     deadline = time.time() + 10
     while time.time() < deadline:
