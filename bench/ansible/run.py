@@ -24,12 +24,14 @@ Peers, all running ansible-playbook from a venv (--venv; Mitogen's from
   ansible_mitogen (the plugin directory is found in the venv);
 - plasmid: ANSIBLE_TRANSPORT=plasmid.accel.ssh;
 - plasmid-strategy: the same plus ANSIBLE_STRATEGY=plasmid.accel.linear,
-  the optional strategy that loads the connection plugin before workers
-  fork;
+  the optional strategy that runs each task on a thread of ansible-playbook
+  instead of a forked worker;
 - floor (a reference, not a peer): bench/ansible/floor_plugins/floor.py, a
   connection that answers every command at once without touching a host,
   for the scenarios made of command tasks only: what ansible-core itself
-  spends per task, which no connection plugin can take away.
+  spends per task, which no connection plugin can take away;
+- floor-strategy: the floor with the optional strategy's threaded workers,
+  ansible-core's own per-task cost without its worker fork.
 
 plasmid's sources are byte-compiled for the venv's Python first (as ``pip
 install`` does): with PYTHONDONTWRITEBYTECODE set, as it may be in a
@@ -93,7 +95,9 @@ RELAY = os.path.join(HERE, 'relay.py')
 FLOOR_PLUGINS = os.path.join(HERE, 'floor_plugins')
 REAP = os.path.join(HERE, 'reap.py')
 REMOTE_PYTHON = '/usr/bin/python3'
-PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-strategy', 'floor')
+PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-strategy', 'floor',
+         'floor-strategy')
+FLOOR_PEERS = ('floor', 'floor-strategy')
 PLASMID_PEERS = ('plasmid', 'plasmid-strategy')
 RUN_TIMEOUT = 1200.0
 # Targets from the issue.
@@ -329,9 +333,11 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
     if peer == 'mitogen':
         env['ANSIBLE_STRATEGY_PLUGINS'] = mitogen_strategy
         env['ANSIBLE_STRATEGY'] = 'mitogen_linear'
-    elif peer == 'floor':
+    elif peer in FLOOR_PEERS:
         env['ANSIBLE_CONNECTION_PLUGINS'] = FLOOR_PLUGINS
         env['ANSIBLE_TRANSPORT'] = 'floor'
+        if peer == 'floor-strategy':
+            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.linear'
     elif peer in PLASMID_PEERS:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
         if peer == 'plasmid-strategy':
@@ -521,7 +527,7 @@ def report(scenario: Scenario, results: dict[str, list[Result]],
             kib(totals),
             '%.1f' % (total_actions / med[peer]['wall']),
             fmt_range([r.target_cpu for r in good], 1)])
-    for ours in PLASMID_PEERS + ('floor',):
+    for ours in PLASMID_PEERS + FLOOR_PEERS:
         for base in ('vanilla', 'mitogen'):
             if ours in med and base in med:
                 p, b = med[ours], med[base]
@@ -673,12 +679,13 @@ def main() -> None:
                 for peer in peers:
                     bench.run(peer, warm)
             results = {s.label: {p: [] for p in peers
-                                 if p != 'floor' or s.commands_only}
+                                 if p not in FLOOR_PEERS or s.commands_only}
                        for s in chosen}
             for rep in range(args.reps):
                 for n, scenario in enumerate(chosen):
                     for peer in benchlib.rotated(peers, rep + n):
-                        if peer == 'floor' and not scenario.commands_only:
+                        if peer in FLOOR_PEERS and \
+                                not scenario.commands_only:
                             continue
                         got = bench.run(peer, scenario)
                         results[scenario.label][peer].append(got)

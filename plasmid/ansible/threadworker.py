@@ -13,9 +13,13 @@ What a fork gave for free and a thread must do itself:
 - the worker mutates the task it runs (``post_validate`` templates the
   task and its parent blocks in place for one host): each thread gets a
   copy of the task and its parent chain (not of the siblings);
-- the worker's ambient state (ansible-core 2.21's ``TaskContext``, the
-  strategy context its inventory RPC needs) lives in context variables:
-  each thread runs in a copy of the forking thread's context;
+- ansible-core 2.19+ keeps per-thread state in context variables, some of
+  it mutable (``AnsibleAccessContext``'s stack of templating observers):
+  a thread sharing the main thread's would push and pop on the same stack
+  ("Out-of-order context deactivation", seen on 2.21 with four hosts).
+  Each thread starts in an empty context and builds its ambient contexts
+  itself, as the TaskExecutor does; the main thread's holds nothing else
+  at that point (2.18-2.21 checked);
 - a worker that dies is noticed by its exit code: a thread that fails
   sends a failed task result instead, so the strategy never waits for ever;
 - a worker was the only one loading plugins in its process: the plugin
@@ -93,9 +97,9 @@ class ThreadWorker(WorkerProcess):
     def start(self) -> None:
         # Private copies of what the executor mutates in place.
         self._task = self._task.copy(exclude_tasks=True)
-        context = contextvars.copy_context()
         self._thread = threading.Thread(
-            target=context.run, args=(self._run_guarded,), daemon=True,
+            target=contextvars.Context().run, args=(self._run_guarded,),
+            daemon=True,
             name='plasmid-task-%s' % self._host.name)
         self._thread.start()
 

@@ -135,6 +135,12 @@ THREADED_HOSTS = """
           loop: [1, 2, 3]
       environment:
         TAG: "{{ tag }}"
+    - name: included per host
+      include_tasks: included.yml
+    - name: delegated to the controller
+      command: echo {{ tag }}
+      delegate_to: localhost
+      connection: local
     - name: group by tag
       group_by: key=tag_{{ tag }}
     - name: add hosts
@@ -165,8 +171,16 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
     inv = '\n'.join(line + (' tag=%s' % line.split()[0])
                      if line.startswith('t') else line
                      for line in inv.splitlines()) + '\n'
+    (tmp_path / 'included.yml').write_text(
+        '- name: from the included file\n'
+        '  command: echo {{ tag }}\n'
+        '- name: a fact per host\n'
+        '  set_fact: seen={{ tag }}\n')
     vanilla, ours = run_both(ansible_bin, tmp_path, THREADED_HOSTS, inv)
     assert ours.rc == 0, ours.output
+    included = {r['host']: r['result']['stdout'] for r in ours.results
+                if r['task'] == 'from the included file'}
+    assert included == {h: h for h in hosts}, included
     echoed = {r['host']: r['result']['stdout'] for r in ours.results
               if r['task'] == 'block environment templated per host'}
     assert echoed == {h: h for h in hosts}, echoed
