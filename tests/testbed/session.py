@@ -40,9 +40,41 @@ def unavailable_reason() -> Optional[str]:
     return None
 
 
+# One file per test session using the accounts, named by its pid: the
+# accounts have fixed names, so a session that ends while another runs (a
+# developer's beside CI) must leave them in place.
+SESSIONS_DIR = "/run/plasmid-testbed-sessions"
+
+
+def register_session(directory: str = SESSIONS_DIR) -> str:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, str(os.getpid()))
+    with open(path, "w"):
+        pass
+    return path
+
+
+def other_sessions_alive(directory: str = SESSIONS_DIR) -> bool:
+    """Whether another registered session still runs; forget dead ones."""
+    alive = False
+    for name in os.listdir(directory) if os.path.isdir(directory) else ():
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            os.kill(int(name), 0)
+            alive = True
+        except ProcessLookupError:
+            os.unlink(os.path.join(directory, name))
+        except PermissionError:  # alive, someone else's
+            alive = True
+    return alive
+
+
 @contextlib.contextmanager
 def ssh_testbed() -> Iterator[SshTestbed]:
-    """Create accounts, run sshd with plasmid-a and root authorized; undo all."""
+    """Create accounts, run sshd with plasmid-a and root authorized; undo all
+    (the accounts only if no other test session uses them)."""
+    session = register_session()
     try:
         create_accounts()
         with SshServer() as server:
@@ -50,5 +82,7 @@ def ssh_testbed() -> Iterator[SshTestbed]:
             server.authorize("root")
             yield SshTestbed(server)
     finally:
+        os.unlink(session)
         # After sshd (and its sessions) are gone, so nothing holds the accounts.
-        remove_accounts()
+        if not other_sessions_alive():
+            remove_accounts()

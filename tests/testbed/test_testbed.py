@@ -17,7 +17,8 @@ from .accounts import PASSWORD_A, USER_A, USER_B, create_accounts
 from .latency import LatencyProxy, ToxiproxyMissing
 from .procs import alive, descendants
 from .pythons import available_pythons, executable_by_others, require_python
-from .session import SshTestbed, unavailable_reason
+from .session import (SshTestbed, other_sessions_alive, register_session,
+                      unavailable_reason)
 from .sshd import SshServer
 
 TIMEOUT = 60
@@ -237,3 +238,21 @@ def test_stop_kills_sessions_and_detached_commands() -> None:
     session.wait(TIMEOUT)
     assert not [pid for pid in tree | {reaper} if alive(pid)]
     assert not os.path.exists(directory)
+
+
+def test_a_session_leaves_the_accounts_to_another_live_one(tmp_path) -> None:
+    """The accounts have fixed names: a test session ending beside another
+    must not remove them; a dead session's registration is forgotten."""
+    directory = str(tmp_path / "sessions")
+    mine = register_session(directory)
+    assert os.path.basename(mine) == str(os.getpid())
+    assert not other_sessions_alive(directory)  # only this one
+    helper = subprocess.Popen(["sleep", "30"])
+    try:
+        open(os.path.join(directory, str(helper.pid)), "w").close()
+        assert other_sessions_alive(directory)
+    finally:
+        helper.kill()
+        helper.wait()
+    assert not other_sessions_alive(directory)
+    assert os.listdir(directory) == [str(os.getpid())]
