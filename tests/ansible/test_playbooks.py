@@ -618,3 +618,75 @@ def test_raw_become_runs_as_given_and_refusals_do_not_hang(
     assert 'waiting for privilege escalation prompt' in \
         never['result']['msg'], never
     assert ours.stats.get('shell_as_given', 0) == 3, ours.stats
+
+
+SLEEPER = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a long task
+      command: sleep 300
+      become: true
+"""
+
+
+@pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
+def test_an_interrupted_run_stops_and_leaves_nothing(
+        ansible_bin, ansible_account, sshd, tmp_path, extra):
+    """Ctrl-C in the middle of a task: ansible-playbook ends as vanilla's
+    does on SIGINT (rc 99, "User interrupted execution"), and the broker
+    and its interpreters go with it: no thread or process keeps the run
+    alive.  The module's own process and its child (here `sleep`) run on,
+    as under vanilla, whose sshd session without a tty does not signal
+    them; once that ends, nothing of the run is left."""
+    import signal
+    (tmp_path / 'play.yml').write_text(SLEEPER)
+    (tmp_path / 'inv.ini').write_text(inventory(sshd, ansible_account))
+    env = dict(os.environ, ANSIBLE_TRANSPORT='plasmid.accel.ssh',
+               ANSIBLE_PIPELINING='True', ANSIBLE_NOCOLOR='1',
+               ANSIBLE_HOME=str(tmp_path / 'home'),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'local'), **extra)
+    proc = subprocess.Popen(
+        [os.path.join(ansible_bin, 'ansible-playbook'), '-i',
+         str(tmp_path / 'inv.ini'), str(tmp_path / 'play.yml')],
+        env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 60
+        while not _pids('-u', 'root', '-x', '-f', SLEEP) and \
+                time.time() < deadline:
+            time.sleep(0.2)
+        assert _pids('-u', 'root', '-x', '-f', SLEEP), 'the task never ran'
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)  # a hang fails here
+        assert proc.returncode == 99, output
+        assert 'User interrupted execution' in output, output
+        assert 'Traceback' not in output, output
+        # The module's own work ends; the module process then exits.
+        subprocess.run(['pkill', '-u', 'root', '-x', '-f', SLEEP])
+        deadline = time.time() + 15
+        while time.time() < deadline and (
+                _pids('-f', 'broker-%d.sock' % proc.pid) or
+                _pids('-u', ansible_account) or
+                _pids('-u', 'root', '-f', CONTEXT)):
+            time.sleep(0.2)
+        assert not _pids('-f', 'broker-%d.sock' % proc.pid), 'broker left'
+        assert not _pids('-u', ansible_account), 'login interpreter left'
+        assert not _pids('-u', 'root', '-f', CONTEXT), 'become interpreter left'
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        subprocess.run(['pkill', '-u', 'root', '-x', '-f', SLEEP])
+
+
+SLEEP = 'sleep 300'
+# How a plasmid interpreter's command line starts (its first stage).
+CONTEXT = r'exec\(zlib\.decompress'
+
+
+def _pids(*pgrep_args: str) -> str:
+    found = subprocess.run(['pgrep', *pgrep_args], stdout=subprocess.PIPE,
+                           text=True)
+    assert found.returncode in (0, 1), pgrep_args  # 2: a bad pattern
+    return found.stdout.strip()
