@@ -19,8 +19,8 @@ import json
 import logging
 import os
 import socket
-import sys
 import struct
+import sys
 import threading
 import time
 import zipfile

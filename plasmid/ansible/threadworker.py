@@ -37,6 +37,7 @@ ansible-core API, guarded by tests/ansible/test_threadworker.py.
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import sys
 import threading
@@ -59,8 +60,10 @@ SHAPES = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def executor_shape() -> Optional[str]:
-    """The shape of this ansible-core's TaskExecutor, or None if unknown."""
+    """The shape of this ansible-core's TaskExecutor, or None if unknown
+    (read once: every task's thread asks)."""
     names = tuple(inspect.signature(TaskExecutor.__init__).parameters)[1:]
     return SHAPES.get(names)
 
