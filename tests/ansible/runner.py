@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,9 +44,21 @@ def inventory(sshd, account: str, hosts: tuple = ('t1',),
     return '\n'.join(lines) + '\n'
 
 
-def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
-                 accelerated: bool, extra_env: dict | None = None,
-                 args: tuple = ()) -> Run:
+@dataclass
+class Prepared:
+    """A playbook run ready to start: its command line, environment and
+    where the record callback and the broker will write."""
+    argv: list
+    env: dict
+    record: Path
+    main: Path
+    stats: Path
+
+
+def prepare_playbook(ansible_bin: str, tmp_path, playbook: str,
+                     inventory: str, accelerated: bool,
+                     extra_env: dict | None = None,
+                     args: tuple = ()) -> Prepared:
     tag = accelerated and 'plasmid' or 'vanilla'
     book = tmp_path / ('playbook-%s.yml' % tag)
     book.write_text(playbook)
@@ -68,20 +81,29 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     if accelerated:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
     env.update(extra_env or {})
+    argv = [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
+            str(book), *args]
+    return Prepared(argv, env, record, main, stats)
+
+
+def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
+                 accelerated: bool, extra_env: dict | None = None,
+                 args: tuple = ()) -> Run:
+    prepared = prepare_playbook(ansible_bin, tmp_path, playbook, inventory,
+                                accelerated, extra_env, args)
     with subprocess.Popen(
-            [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
-             str(book), *args], env=env, cwd=str(tmp_path),
+            prepared.argv, env=prepared.env, cwd=str(tmp_path),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True) as proc:
         output, _ = proc.communicate(timeout=600)
     run = Run(proc.returncode, output, proc.pid)
-    if record.exists():
+    if prepared.record.exists():
         run.results = [json.loads(line) for line in
-                       record.read_text().splitlines()]
-    if main.exists():
-        run.main_modules = json.loads(main.read_text())['loaded']
+                       prepared.record.read_text().splitlines()]
+    if prepared.main.exists():
+        run.main_modules = json.loads(prepared.main.read_text())['loaded']
     if accelerated:
-        run.stats = _wait_for_stats(stats)
+        run.stats = _wait_for_stats(prepared.stats)
     return run
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from runner import PASSWORD, inventory, run_playbook
+from runner import PASSWORD, inventory, prepare_playbook, run_playbook
 
 # The optional strategy: linear with each task on a thread of
 # ansible-playbook (plasmid/ansible/threadworker.py).
@@ -307,17 +307,13 @@ def test_contexts_end_with_the_run(ansible_bin, ansible_account, sshd,
     ours = run_playbook(ansible_bin, tmp_path, BECOME, inv, True, extra)
     assert ours.rc == 0, ours.output
     deadline = time.time() + 10
-    while time.time() < deadline:
-        left = subprocess.run(['pgrep', '-u', ansible_account],
-                              stdout=subprocess.PIPE, text=True).stdout
-        if not left.strip():
-            break
+    while _pids('-u', ansible_account) and time.time() < deadline:
         time.sleep(0.1)
-    assert not left.strip(), 'processes left behind: %s' % left
+    left = _pids('-u', ansible_account)
+    assert not left, 'processes left behind: %s' % left
     # The broker serving this run names its socket after the run's pid.
-    brokers = subprocess.run(['pgrep', '-f', 'broker-%d.sock' % ours.pid],
-                             stdout=subprocess.PIPE, text=True).stdout
-    assert not brokers.strip(), brokers
+    brokers = _pids('-f', 'broker-%d.sock' % ours.pid)
+    assert not brokers, brokers
 
 
 COPIES = """
@@ -640,17 +636,11 @@ def test_an_interrupted_run_stops_and_leaves_nothing(
     as under vanilla, whose sshd session without a tty does not signal
     them; once that ends, nothing of the run is left."""
     import signal
-    (tmp_path / 'play.yml').write_text(SLEEPER)
-    (tmp_path / 'inv.ini').write_text(inventory(sshd, ansible_account))
-    env = dict(os.environ, ANSIBLE_TRANSPORT='plasmid.accel.ssh',
-               ANSIBLE_PIPELINING='True', ANSIBLE_NOCOLOR='1',
-               ANSIBLE_HOME=str(tmp_path / 'home'),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'local'), **extra)
-    proc = subprocess.Popen(
-        [os.path.join(ansible_bin, 'ansible-playbook'), '-i',
-         str(tmp_path / 'inv.ini'), str(tmp_path / 'play.yml')],
-        env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+    prepared = prepare_playbook(ansible_bin, tmp_path, SLEEPER,
+                                inventory(sshd, ansible_account), True, extra)
+    proc = subprocess.Popen(prepared.argv, env=prepared.env,
+                            cwd=str(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 60
         while not _pids('-u', 'root', '-x', '-f', SLEEP) and \
