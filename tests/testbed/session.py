@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 from .accounts import PASSWORD_A, USER_A, USER_B, create_accounts, remove_accounts
+from .procs import alive
 from .sshd import SSHD, SshServer
 
 # Programs the test bed runs; a machine without them can't host it.
@@ -56,18 +57,15 @@ def register_session(directory: str = SESSIONS_DIR) -> str:
 
 def other_sessions_alive(directory: str = SESSIONS_DIR) -> bool:
     """Whether another registered session still runs; forget dead ones."""
-    alive = False
+    others = False
     for name in os.listdir(directory) if os.path.isdir(directory) else ():
         if not name.isdigit() or int(name) == os.getpid():
             continue
-        try:
-            os.kill(int(name), 0)
-            alive = True
-        except ProcessLookupError:
+        if alive(int(name)):
+            others = True
+        else:
             os.unlink(os.path.join(directory, name))
-        except PermissionError:  # alive, someone else's
-            alive = True
-    return alive
+    return others
 
 
 @contextlib.contextmanager

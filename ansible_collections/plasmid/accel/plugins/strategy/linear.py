@@ -4,12 +4,15 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: linear
-short_description: ansible.builtin.linear, with the accelerator loaded before workers fork
+short_description: ansible.builtin.linear, with each task on a thread instead of a fork
 description:
-  - Runs tasks exactly like C(ansible.builtin.linear).
-  - Loads the C(plasmid.accel.ssh) connection plugin in the main process first, so
-    that the worker forked for each task finds it loaded instead of importing it and
-    reading its documentation again. Less controller CPU and wall time per task.
+  - Orders tasks exactly like C(ansible.builtin.linear), but runs each task on a thread
+    of ansible-playbook instead of forking a worker process per task and host, and
+    loads the C(plasmid.accel.ssh) connection plugin there once. Much less controller
+    CPU and wall time per task.
+  - Set the environment variable PLASMID_ANSIBLE_WORKERS=fork to keep linear's forked
+    workers (the connection plugin still loaded before they fork). An ansible-core
+    whose task executor plasmid does not know gets forked workers and a warning.
   - Optional; strategies from outside ansible.builtin are deprecated since
     ansible-core 2.19, which warns about them.
 author: plasmid developers
