@@ -7,23 +7,23 @@ Python 2.7-compatible.  Three jobs:
   per context (:func:`add_zip_files`), and of its files only those the
   context has not received with an earlier zip (modules share most of
   ``module_utils``); sources are compiled once, and every
-  task forks this warm interpreter, so nothing a module leaves behind
-  (globals, signal handlers, warnings filters, C-extension state) reaches
-  the next task and nothing is written to disk;
+  task runs in a fork of this warm interpreter (``forks.py``), so nothing a
+  module leaves behind (globals, signal handlers, warnings filters,
+  C-extension state) reaches the next task and nothing is written to disk;
 * run a shell command with input, as ``/bin/sh -c`` would over ssh;
 * write and read files in chunks, for ``put_file`` and ``fetch_file``.
 """
 from __future__ import absolute_import
 import errno
 import hashlib
-import io
-import logging
 import os
 import select
 import signal
 import subprocess
 import sys
 import zlib
+
+from plasmid.ansible import forks
 
 _ZIPS = {}  # digest -> ZipModules
 _FILES = {}  # sha1 of a payload file's content -> the content
@@ -33,6 +33,8 @@ ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
 # source digest (None for the target's own modules).
 _WARM = {}
 _COLD = set()  # names that failed to import here: not tried again
+# payload digest -> (size of _WARM then, warm names it carries otherwise)
+_STALE = {}
 
 
 class ZipModules(object):
@@ -152,24 +154,42 @@ def add_zip_files(digest, known, new):
         files[path] = content
     if digest not in _ZIPS:
         _ZIPS[digest] = ZipModules(digest, files)
+        _FORKER.invalidate()  # a spare forked before could not run it
     return len(_ZIPS[digest].code)
 
 
 def run_module(digest, job):
-    """Run one module as the AnsiballZ wrapper would; return
-    ``(rc, stdout, stderr)`` as bytes, like the pipelined interpreter.
+    """Run one module as the AnsiballZ wrapper would, in a fork of this
+    context; return ``(rc, stdout, stderr)`` as bytes, like the pipelined
+    interpreter.
 
-    Afterwards, import here what the module imported from the target's
-    own library and the payload's shared code (not the module itself), so
-    that the next fork finds them loaded: a warm template learnt from what
-    modules really use, not from a list kept by hand.
+    Once the answer is sent, import here what the module imported from
+    the target's own library and the payload's shared code (not the module
+    itself), so that the next fork finds them loaded: a warm template
+    learnt from what modules really use, not from a list kept by hand.
     """
     modules = _ZIPS.get(digest)
     if modules is None:
         raise KeyError('module payload %s was never sent here' % digest)
-    rc, out, err, imported = _forked(lambda: _module_main(modules, job))
-    _warm_up(modules, imported, job['module_fqn'])
+    rc, out, err, imported = _FORKER.run(
+        (digest, job, _stale_names(digest, modules)),
+        then=lambda names: _warm_up(modules, names, job['module_fqn']))
     return rc, out, err
+
+
+def _run_in_child(payload):
+    """What a module process runs: :func:`_module_main` of *payload*."""
+    digest, job, stale = payload
+    _module_main(_ZIPS[digest], job, stale)
+
+
+_FORKER = forks.Forker(_run_in_child)
+
+
+def fork_counts():
+    """How module processes started: ``fresh`` forks on a task's path,
+    ``spare`` ones forked ahead, spares ``discarded`` as stale."""
+    return dict(_FORKER.counts)
 
 
 def _warm_up(modules, imported, module_fqn):
@@ -178,8 +198,11 @@ def _warm_up(modules, imported, module_fqn):
               not n.startswith('__')]
     if not wanted:
         return
-    finder = ZipFinder(modules)
-    sys.meta_path.insert(0, finder)
+    _FORKER.invalidate()  # the next child should start warmer
+    saved = sys.meta_path[:]
+    # Import as the module did: a name missing from the payload and the
+    # target's library must fail here at once, not ask the master.
+    sys.meta_path[:] = _payload_finders(modules)
     try:
         for name in wanted:
             try:
@@ -189,25 +212,44 @@ def _warm_up(modules, imported, module_fqn):
                 continue
             _WARM[name] = modules.digests.get(name)
     finally:
-        sys.meta_path.remove(finder)
+        sys.meta_path[:] = saved
 
 
-def _forget_stale(modules):
-    """Drop warm modules that this payload carries in another version."""
-    for name, digest in list(_WARM.items()):
-        if digest is not None and modules.digests.get(name, digest) != \
-                digest:
-            for loaded in [n for n in sys.modules
-                           if n == name or n.startswith(name + '.')]:
-                del sys.modules[loaded]
+def _payload_finders(modules):
+    """The payload first, then the target's own finders, without the
+    runtime's importer: a module finds what it would under AnsiballZ."""
+    return [ZipFinder(modules)] + [
+        f for f in sys.meta_path
+        if not type(f).__module__.startswith('plasmid.')]
 
 
-def _module_main(modules, job):
+def _stale_names(digest, modules):
+    """Warm modules that payload *digest* carries in another version: a
+    module process must import them afresh from its payload.  Worked out
+    here, once per payload and warm set (which only grows), so that the
+    process need not touch every warm module's entry: each touch copies a
+    page after the fork."""
+    known = _STALE.get(digest)
+    if known is None or known[0] != len(_WARM):
+        known = _STALE[digest] = (len(_WARM), [
+            name for name, source in _WARM.items()
+            if source is not None and
+            modules.digests.get(name, source) != source])
+    return known[1]
+
+
+def _forget(names):
+    """In the module process: drop *names* and their submodules."""
+    for name in names:
+        for loaded in [n for n in sys.modules
+                       if n == name or n.startswith(name + '.')]:
+            del sys.modules[loaded]
+
+
+def _module_main(modules, job, stale):
     """In the forked process: set the stage, run the module, exit."""
-    _forget_stale(modules)
-    sys.meta_path[:] = [ZipFinder(modules)] + [
-        f for f in sys.meta_path if not type(f).__module__.startswith(
-            'plasmid.')]
+    _forget(stale)
+    sys.meta_path[:] = _payload_finders(modules)
     os.environ.update(job.get('env') or {})
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
@@ -257,186 +299,6 @@ def _set_nofile(wanted):
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
         except ValueError:
             pass
-
-
-# ------------------------------------------------------------- forking
-
-# Children that reported their exit status and are left to reap.
-_UNREAPED = []
-
-
-def _forked(main):
-    """Run *main* in a child process with fresh fds 0/1/2; collect them,
-    and the names of the modules the child imported.
-
-    The child leaves through ``os._exit``: it must never return into this
-    context's loop, nor flush buffers it shares with us.  It reports its
-    exit status on the names pipe and closes its pipes before it exits,
-    so the answer need not wait for the kernel to tear its memory down;
-    it is reaped at the next fork.  A child that reports nothing (killed
-    by a signal) is waited for.
-    """
-    _reap_reported()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    names_r, names_w = os.pipe()
-    before = set(sys.modules)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        for fd in (out_r, err_r, names_r):
-            os.close(fd)
-        _child(main, out_w, err_w, names_w, before)
-    for fd in (out_w, err_w, names_w):
-        os.close(fd)
-    out, err, report = _read_all([out_r, err_r, names_r])
-    words = report.decode('utf-8', 'replace').split()
-    if words and words[0].startswith('status='):
-        status = int(words.pop(0)[len('status='):])
-        _UNREAPED.append(pid)
-    else:
-        status = _wait(pid)
-    return status, out, err, words
-
-
-def _reap_reported():
-    for pid in list(_UNREAPED):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except OSError:  # not ours any more: nothing to reap
-            done = pid
-        if done:
-            _UNREAPED.remove(pid)
-
-
-def _report_end(names_w, before, status):  # pragma: no cover - in the child
-    """Write the exit status and the modules imported, then close every
-    pipe the parent reads: it has its answer now."""
-    names = ' '.join(n for n in list(sys.modules) if n not in before)
-    data = ('status=%d %s' % (status, names)).encode('utf-8')
-    while data:
-        data = data[os.write(names_w, data):]
-    for fd in (names_w, 1, 2):
-        os.close(fd)
-
-
-def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
-    status = 1
-    try:
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        for fd in (null, out_w, err_w):
-            os.close(fd)
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE,
-                       signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        sys.stdin = io.open(0, 'r', closefd=False)
-        sys.stdout = io.open(1, 'w', closefd=False)
-        sys.stderr = io.open(2, 'w', closefd=False)
-        root = logging.getLogger()
-        root.handlers = []
-        root.setLevel(logging.WARNING)
-        _clear_exit_handlers()
-        sys.excepthook = sys.__excepthook__
-        try:
-            main()
-            status = 0
-        except SystemExit as exc:
-            status = _exit_status(exc.code)
-        except BaseException:
-            status = _uncaught(*sys.exc_info())
-        # Modules clean up (their temp dir, say) in atexit handlers; we
-        # leave by os._exit, so run them here.
-        _run_exit_handlers()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        _report_end(names_w, before, status)
-    finally:
-        os._exit(status)
-
-
-def _uncaught(exc_type, exc_value, tb):  # pragma: no cover - in the child
-    """Do what the interpreter does with an exception main() let out: call
-    sys.excepthook, which a module may have set (2.18's file module turns
-    its errors into fail_json there), and take a SystemExit from the hook
-    as the exit status."""
-    try:
-        sys.excepthook(exc_type, exc_value, tb)
-    except SystemExit as exc:
-        return _exit_status(exc.code)
-    except BaseException:
-        import traceback
-        sys.stderr.write('Error in sys.excepthook:\n')
-        traceback.print_exc()
-        traceback.print_exception(exc_type, exc_value, tb)
-    return 1
-
-
-def _clear_exit_handlers():  # pragma: no cover - in the child
-    """Forget the handlers this context registered: they are not the
-    module's to run."""
-    import atexit
-    if hasattr(atexit, '_clear'):
-        atexit._clear()
-    else:
-        atexit._exithandlers[:] = []
-
-
-def _run_exit_handlers():  # pragma: no cover - in the child
-    import atexit
-    try:
-        atexit._run_exitfuncs()
-    except Exception:
-        pass
-
-
-def _exit_status(code):
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xff
-    try:
-        sys.stderr.write('%s\n' % (code,))
-    except Exception:
-        pass
-    return 1
-
-
-def _read_all(fds):
-    chunks = dict((fd, []) for fd in fds)
-    open_fds = list(fds)
-    while open_fds:
-        try:
-            ready, _, _ = select.select(open_fds, [], [])
-        except (OSError, select.error) as exc:
-            if exc.args[0] == errno.EINTR:
-                continue
-            raise
-        for fd in ready:
-            data = os.read(fd, 65536)
-            if data:
-                chunks[fd].append(data)
-            else:
-                open_fds.remove(fd)
-                os.close(fd)
-    return [b''.join(chunks[fd]) for fd in fds]
-
-
-def _wait(pid):
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except OSError as exc:
-            if exc.errno == errno.EINTR:
-                continue
-            raise
-        if os.WIFSIGNALED(status):
-            return -os.WTERMSIG(status)
-        return os.WEXITSTATUS(status)
 
 
 # -------------------------------------------------------- shell commands

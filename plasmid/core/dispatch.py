@@ -21,6 +21,20 @@ from plasmid.core.router import CALL, FROM_PARENT
 LOG = logging.getLogger('plasmid.dispatch')
 TAKEOVER_DELAY = 0.002
 _STOP = object()
+_running = []  # the Dispatcher that runs this process's calls, once started
+
+
+def after_reply(func):
+    """Run *func* once the reply to the call running now has been sent,
+    before the next call starts: for work the caller need not wait for
+    (a context preparing for its next call).  Returns False, doing
+    nothing, when no dispatched call is running on this thread."""
+    dispatcher = _running and _running[0]
+    if not dispatcher or not dispatcher.busy or \
+            threading.current_thread() is not dispatcher.thread:
+        return False
+    dispatcher.after.append(func)
+    return True
 
 
 def resolve(module_name, qualname):
@@ -49,6 +63,8 @@ class Dispatcher(object):
         self.queue = collections.deque()
         self.busy = False
         self.call_seq = 0
+        self.after = []  # work queued by after_reply() for the current call
+        self.thread = None
         self.standby = Standby(self)
         router.add_handler(CALL, self._on_call, FROM_PARENT)
 
@@ -61,6 +77,8 @@ class Dispatcher(object):
 
     def run(self):
         """Run calls until :meth:`stop`; call from the main thread."""
+        self.thread = threading.current_thread()
+        _running[:] = [self]
         self.standby.start()
         while True:
             msg = self._next()
@@ -71,7 +89,9 @@ class Dispatcher(object):
             self.standby.notify()
             try:
                 self.run_one(msg)
+                self._run_after()
             finally:
+                del self.after[:]
                 self.busy = False
 
     def _next(self):
@@ -83,6 +103,14 @@ class Dispatcher(object):
             return self.queue.popleft()
         finally:
             self.loop.disown()
+
+    def _run_after(self):
+        while self.after:
+            func = self.after.pop(0)
+            try:
+                func()
+            except Exception:  # the call itself has been answered
+                LOG.exception('work after a reply failed')
 
     def run_one(self, msg):
         try:

@@ -21,3 +21,7 @@ def import_from_zip(digest, name, attribute):
 
 def held_files():
     return len(target._FILES)
+
+
+def warm_modules():
+    return set(target._WARM)

@@ -1,0 +1,365 @@
+"""Module processes: every task runs in a fork of its warm target context.
+
+Shipped into target contexts, so stdlib-only (plus the runtime's
+``after_reply``) and Python 2.7-compatible.
+
+A fork is the isolation: nothing a module leaves behind (globals, signal
+handlers, warnings filters, C-extension state) reaches the next task.  It
+costs the context a few milliseconds (copying the page tables of a 20-30 MB
+interpreter, then the child's first copy-on-write faults), so a
+:class:`Forker` forks a *spare* child once a call's reply has gone out: the
+spare sets itself up and waits on a pipe for its work.  A spare serves only
+while the context is as it was when the spare forked: whatever changes what
+a child would inherit (a new payload, more warm modules) calls
+:meth:`Forker.invalidate`, and the next run kills the spare and forks a
+fresh child instead.
+
+A child leaves through ``os._exit``: it must never return into the
+context's loop, nor flush buffers it shares with the context.  It reports
+its exit status and the modules it imported on a pipe and closes its pipes
+before it exits, so the answer need not wait for the kernel to tear its
+memory down; it is reaped later.
+"""
+from __future__ import absolute_import
+import errno
+import io
+import logging
+import marshal
+import os
+import select
+import signal
+import struct
+import sys
+
+LOG = logging.getLogger('plasmid.ansible.forks')
+_LENGTH = struct.Struct('>I')
+
+
+class Child(object):
+    """A forked child: its pid and the read ends of its pipes."""
+
+    def __init__(self, pid, out_r, err_r, names_r):
+        self.pid = pid
+        self.out_r = out_r
+        self.err_r = err_r
+        self.names_r = names_r
+        self.job_w = None        # spares only: where their work is written
+        self.generation = None   # spares only: the state they forked from
+
+    def fds(self):
+        return [fd for fd in (self.out_r, self.err_r, self.names_r,
+                              self.job_w) if fd is not None]
+
+
+class Forker(object):
+    """Runs ``entry(payload)`` in forked children, a spare one ready."""
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.spare = None
+        self.generation = 0
+        self.unreaped = []  # children that reported their status
+        self.counts = {'fresh': 0, 'spare': 0, 'discarded': 0}
+
+    def run(self, payload, then=None):
+        """``(status, stdout, stderr, names of modules imported)`` of
+        ``entry(payload)`` run in a child; *payload* must marshal for a
+        spare to take it (else a fresh child runs it).
+
+        Once the reply to the call running this has been sent, ``then``
+        (if given) is called with those names, and a new spare forks.
+        """
+        self._reap_reported()
+        child = self._hand_to_spare(payload)
+        if child is None:
+            child = self._fork(lambda: self.entry(payload))
+            self.counts['fresh'] += 1
+        status, out, err, names = self._collect(child)
+        self._after_reply(then and (lambda: then(names)))
+        return status, out, err, names
+
+    def invalidate(self):
+        """What a child inherits has changed: the spare is stale."""
+        self.generation += 1
+
+    def prepare_spare(self):
+        """Fork the spare now, unless a fresh one waits already."""
+        if self.spare is not None:
+            if self.spare.generation == self.generation:
+                return
+            self._discard(self.spare)
+        job_r, job_w = os.pipe()
+        try:
+            child = self._fork(lambda: _serve_one_job(job_r, self.entry),
+                               close_in_child=[job_w])
+        finally:
+            os.close(job_r)
+        child.job_w = job_w
+        child.generation = self.generation
+        self.spare = child
+
+    # ---------------------------------------------------------- parent
+
+    def _hand_to_spare(self, payload):
+        spare = self.spare
+        if spare is None:
+            return None
+        if spare.generation != self.generation:
+            self._discard(spare)
+            return None
+        try:
+            data = marshal.dumps(payload)
+        except ValueError:  # not plain data: a fresh child takes it
+            return None
+        self.spare = None
+        try:
+            _write_all(spare.job_w, _LENGTH.pack(len(data)) + data)
+        except OSError:  # the spare died: a fresh child takes it
+            self._discard(spare)
+            return None
+        os.close(spare.job_w)
+        spare.job_w = None
+        self.counts['spare'] += 1
+        return spare
+
+    def _after_reply(self, first):
+        from plasmid.core import dispatch
+        if not dispatch.after_reply(lambda: self._prepare(first)):
+            self._prepare(first, spare=False)  # no dispatcher: not a context
+
+    def _prepare(self, first, spare=True):
+        if first is not None:
+            first()
+        if not spare:
+            return
+        try:
+            self.prepare_spare()
+        except OSError as exc:  # out of processes: fork on demand instead
+            LOG.warning('could not fork a spare module process: %s', exc)
+
+    def _discard(self, spare):
+        if spare is self.spare:
+            self.spare = None
+        try:
+            os.kill(spare.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        for fd in spare.fds():
+            os.close(fd)
+        self.unreaped.append(spare.pid)
+        self.counts['discarded'] += 1
+
+    def _fork(self, main, close_in_child=()):
+        """Fork a child that runs *main* with fresh fds 0/1/2."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        names_r, names_w = os.pipe()
+        before = set(sys.modules)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            inherited = self.spare and self.spare.fds() or []
+            for fd in [out_r, err_r, names_r] + list(close_in_child) + \
+                    inherited:
+                os.close(fd)
+            _child(main, out_w, err_w, names_w, before)
+        for fd in (out_w, err_w, names_w):
+            os.close(fd)
+        return Child(pid, out_r, err_r, names_r)
+
+    def _collect(self, child):
+        out, err, report = _read_all([child.out_r, child.err_r,
+                                      child.names_r])
+        words = report.decode('utf-8', 'replace').split()
+        if words and words[0].startswith('status='):
+            status = int(words.pop(0)[len('status='):])
+            self.unreaped.append(child.pid)
+        else:  # killed before it could say: wait for its status
+            status = _wait(child.pid)
+        return status, out, err, words
+
+    def _reap_reported(self):
+        for pid in list(self.unreaped):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except OSError:  # not ours any more: nothing to reap
+                done = pid
+            if done:
+                self.unreaped.remove(pid)
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+# ------------------------------------------------------------ the child
+
+def _serve_one_job(job_r, entry):  # pragma: no cover - in a spare child
+    """Wait for the payload; run it.  The context closing the pipe
+    unused (it discarded us, or it exited) ends the spare."""
+    header = _read_exactly(job_r, _LENGTH.size)
+    if header is None:
+        os._exit(0)
+    data = _read_exactly(job_r, _LENGTH.unpack(header)[0])
+    os.close(job_r)
+    if data is None:
+        os._exit(0)
+    entry(marshal.loads(data))
+
+
+def _read_exactly(fd, size):  # pragma: no cover - in a spare child
+    chunks = []
+    while size:
+        try:
+            chunk = os.read(fd, size)
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            raise
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b''.join(chunks)
+
+
+def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
+    status = 1
+    try:
+        _set_stage(out_w, err_w)
+        try:
+            main()
+            status = 0
+        except SystemExit as exc:
+            status = _exit_status(exc.code)
+        except BaseException:
+            status = _uncaught(*sys.exc_info())
+        # Modules clean up (their temp dir, say) in atexit handlers; we
+        # leave by os._exit, so run them here.
+        _run_exit_handlers()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        _report_end(names_w, before, status)
+    finally:
+        os._exit(status)
+
+
+def _set_stage(out_w, err_w):  # pragma: no cover - in the child
+    """fds 0/1/2 of its own, default signals, no handlers of ours."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for fd in (null, out_w, err_w):
+        os.close(fd)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE,
+                   signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    if sys.version_info[0] < 3:  # file objects, which take str
+        sys.stdin, sys.stdout, sys.stderr = [
+            os.fdopen(fd, mode) for fd, mode in ((0, 'r'), (1, 'w'),
+                                                 (2, 'w'))]
+    else:
+        sys.stdin = io.open(0, 'r', closefd=False)
+        sys.stdout = io.open(1, 'w', closefd=False)
+        sys.stderr = io.open(2, 'w', closefd=False)
+    root = logging.getLogger()
+    root.handlers = []
+    root.setLevel(logging.WARNING)
+    _clear_exit_handlers()
+    sys.excepthook = sys.__excepthook__
+
+
+def _report_end(names_w, before, status):  # pragma: no cover - in the child
+    """Write the exit status and the modules imported, then close every
+    pipe the parent reads: it has its answer now."""
+    names = ' '.join(n for n in list(sys.modules) if n not in before)
+    _write_all(names_w, ('status=%d %s' % (status, names)).encode('utf-8'))
+    for fd in (names_w, 1, 2):
+        os.close(fd)
+
+
+def _uncaught(exc_type, exc_value, tb):  # pragma: no cover - in the child
+    """Do what the interpreter does with an exception main() let out: call
+    sys.excepthook, which a module may have set (2.18's file module turns
+    its errors into fail_json there), and take a SystemExit from the hook
+    as the exit status."""
+    try:
+        sys.excepthook(exc_type, exc_value, tb)
+    except SystemExit as exc:
+        return _exit_status(exc.code)
+    except BaseException:
+        import traceback
+        sys.stderr.write('Error in sys.excepthook:\n')
+        traceback.print_exc()
+        traceback.print_exception(exc_type, exc_value, tb)
+    return 1
+
+
+def _clear_exit_handlers():  # pragma: no cover - in the child
+    """Forget the handlers this context registered: they are not the
+    module's to run."""
+    import atexit
+    if hasattr(atexit, '_clear'):
+        atexit._clear()
+    else:
+        atexit._exithandlers[:] = []
+
+
+def _run_exit_handlers():  # pragma: no cover - in the child
+    import atexit
+    try:
+        atexit._run_exitfuncs()
+    except Exception:
+        pass
+
+
+def _exit_status(code):
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xff
+    try:
+        sys.stderr.write('%s\n' % (code,))
+    except Exception:
+        pass
+    return 1
+
+
+# ---------------------------------------------------------- collecting
+
+def _read_all(fds):
+    chunks = dict((fd, []) for fd in fds)
+    open_fds = list(fds)
+    while open_fds:
+        try:
+            ready, _, _ = select.select(open_fds, [], [])
+        except (OSError, select.error) as exc:
+            if exc.args[0] == errno.EINTR:
+                continue
+            raise
+        for fd in ready:
+            data = os.read(fd, 65536)
+            if data:
+                chunks[fd].append(data)
+            else:
+                open_fds.remove(fd)
+                os.close(fd)
+    return [b''.join(chunks[fd]) for fd in fds]
+
+
+def _wait(pid):
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            raise
+        if os.WIFSIGNALED(status):
+            return -os.WTERMSIG(status)
+        return os.WEXITSTATUS(status)

@@ -1,0 +1,84 @@
+"""Module processes: forked from their context, a spare one forked ahead
+once a call has been answered, and never a stale or lost one used."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+import plasmid
+from testbed import procs
+from testbed.pythons import require_python
+
+import forks_fns
+
+
+def the_spare(ctx: plasmid.Context) -> int:
+    """The pid of the context's one live child once the processes that
+    ran its work have exited: its spare."""
+    parent = ctx.call(os.getpid)
+    deadline = time.monotonic() + 5.0
+    while True:
+        live = {p for p in procs.descendants([parent]) if procs.alive(p)}
+        if len(live) == 1 or time.monotonic() > deadline:
+            assert len(live) == 1, live
+            return live.pop()
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_spares_run_the_work_until_the_context_changes(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        runs = [ctx.call(forks_fns.run, name) for name in ('a', 'b', 'c')]
+        # Each in a process of its own that exits 7 and sees the state
+        # of the context, not the earlier runs' additions.
+        assert [(r[0], r[1], r[3], r[4]) for r in runs] == [
+            (7, 'a', 1, 0), (7, 'b', 1, 0), (7, 'c', 1, 0)]
+        assert len({r[2] for r in runs}) == 3
+        assert ctx.call(forks_fns.counts) == {
+            'fresh': 1, 'spare': 2, 'discarded': 0}
+        # The spare waiting now forked before the change: it must not run.
+        ctx.call(forks_fns.change_state)
+        assert ctx.call(forks_fns.run, 'd')[3] == 2
+        assert ctx.call(forks_fns.counts) == {
+            'fresh': 2, 'spare': 2, 'discarded': 1}
+        # The spare forked after that run knows the change.
+        assert ctx.call(forks_fns.run, 'e')[3] == 2
+        assert ctx.call(forks_fns.counts)['spare'] == 3
+
+
+def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('3.13'))
+        ctx.call(forks_fns.run, 'a')
+        assert ctx.call(forks_fns.run_token)[:2] == (7, 'token')
+        # The spare was left waiting, and takes the next plain payload.
+        assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
+        assert ctx.call(forks_fns.counts) == {
+            'fresh': 2, 'spare': 1, 'discarded': 0}
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(forks_fns.run, 'a')
+        spare = the_spare(ctx)
+        os.kill(spare, signal.SIGKILL)
+        assert procs.wait_gone([spare], timeout=5.0) == set()
+        assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
+        assert ctx.call(forks_fns.counts) == {
+            'fresh': 2, 'spare': 0, 'discarded': 1}
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_the_spare_ends_with_its_context(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(forks_fns.run, 'a')
+        spare = the_spare(ctx)
+        ctx.shutdown(wait=True, timeout=5.0)
+        assert procs.wait_gone([spare], timeout=5.0) == set()

@@ -1,0 +1,28 @@
+"""Run in contexts by test_dispatch.py (any Python, 2.7 too)."""
+import os
+import time
+
+from plasmid.core import dispatch
+
+LOG = []
+
+
+def reply_then_wait_for(path):
+    """Answer at once; then, before the next call, wait for *path*."""
+    def wait():
+        deadline = time.time() + 10
+        while not os.path.exists(path) and time.time() < deadline:
+            time.sleep(0.01)
+        LOG.append(os.path.exists(path) and 'saw the flag' or 'timed out')
+    return dispatch.after_reply(wait)
+
+
+def reply_then_fail():
+    def fail():
+        LOG.append('failing')
+        raise RuntimeError('after-work failed')
+    return dispatch.after_reply(fail)
+
+
+def log():
+    return list(LOG)

@@ -1,0 +1,39 @@
+"""Calls run one at a time; work queued with after_reply runs once the
+call is answered and before the next call."""
+from __future__ import annotations
+
+import pytest
+
+import plasmid
+from plasmid.core import dispatch
+from testbed.pythons import require_python
+
+import dispatch_fns
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_work_after_a_reply_does_not_delay_it(version, tmp_path):
+    flag = tmp_path / 'go'
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        # The after-work waits for the flag, which this side makes only
+        # once the answer is here: had the answer waited for the work, the
+        # work would have timed out first.
+        assert ctx.call(dispatch_fns.reply_then_wait_for, str(flag)) is True
+        flag.write_text('')
+        assert ctx.call(dispatch_fns.log) == ['saw the flag']
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_failed_work_after_a_reply_leaves_the_context_serving(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(dispatch_fns.reply_then_fail) is True
+        assert ctx.call(dispatch_fns.log) == ['failing']
+        assert ctx.call(dispatch_fns.log) == ['failing']
+
+
+def test_outside_a_dispatched_call_nothing_is_queued():
+    ran = []
+    assert dispatch.after_reply(lambda: ran.append(1)) is False
+    assert ran == []
