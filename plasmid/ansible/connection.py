@@ -202,11 +202,11 @@ class Connection(ConnectionBase):
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
-            self._wants_tty(in_data, sudoable) and not success, timeout)
+            self._wants_tty(in_data, sudoable), timeout)
         if success:
             if to_bytes(success) not in out:
                 self._check_become_failure(out + err, timeout)
-            out = _strip_through(to_bytes(success), out)
+            out = _without_become_chatter(plugin, to_bytes(success), out)
         return rc, out, err
 
     def _check_become_failure(self, output: bytes, timeout: int) -> None:
@@ -325,13 +325,22 @@ def prompt_seen(plugin, output: bytes) -> int:
     return sum(1 for line in output.splitlines() if pattern.search(line))
 
 
-def _strip_through(marker: bytes, data: bytes) -> bytes:
-    """Drop everything up to the end of the line holding *marker*."""
+def _without_become_chatter(plugin, marker: bytes, data: bytes) -> bytes:
+    """What vanilla's ssh plugin keeps of a become command's output: all
+    but the line with the success marker and the password prompts before
+    it.  A prompt ends vanilla's chunk (the program waits for the
+    password), so only its line up to the prompt goes: the newline the
+    program prints after reading the password stays, as under vanilla."""
     at = data.find(marker)
     if at < 0:
         return data
+    start = data.rfind(b'\n', 0, at) + 1
     end = data.find(b'\n', at)
-    return b'' if end < 0 else data[end + 1:]
+    head, tail = data[:start], b'' if end < 0 else data[end + 1:]
+    if plugin.prompt:
+        prompt = re.compile(b'[^\n]*?' + _prompt_pattern(plugin), re.I)
+        head = prompt.sub(b'', head)
+    return head + tail
 
 
 def _ansible_error(exc: BrokerError, become) -> Exception:

@@ -331,7 +331,7 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     *tty*, the command runs on a new terminal instead, as under ``ssh -tt``.
     """
     if tty:
-        return _run_on_tty(command)
+        return _run_on_tty(command, prompt, password, success, timeout)
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
@@ -340,8 +340,13 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     if prompt is None and success is None:
         out, err = proc.communicate(in_data or b'')
         return proc.returncode, out, err
-    head_out, head_err = _answer_prompt(proc, prompt, password, success,
-                                        timeout)
+
+    def type_in(data):
+        proc.stdin.write(data)
+        proc.stdin.flush()
+    head_out, head_err = _answer_prompt(
+        proc, [proc.stdout.fileno(), proc.stderr.fileno()], type_in, prompt,
+        password, success, timeout)
     if proc.returncode is not None:  # killed: refused or timed out
         return proc.returncode, head_out, head_err
     out, err = proc.communicate(in_data or b'')
@@ -370,9 +375,11 @@ def relay(context, name, args):
     return context.call(globals()[name], *args)
 
 
-def _run_on_tty(command):
+def _run_on_tty(command, prompt=None, password=None, success=None,
+                timeout=30):
     """Run *command* on a pseudo-terminal; its stdout and stderr both go
-    there, as with ``ssh -tt``."""
+    there, as with ``ssh -tt``, and so do a become program's prompt and
+    the password typed at it."""
     import pty
     master, slave = pty.openpty()
     try:
@@ -382,19 +389,34 @@ def _run_on_tty(command):
                                 env=_shell_environment())
     finally:
         os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError as exc:  # EIO: every holder of the slave is gone
-            if exc.errno != errno.EIO:
-                raise
-            data = b''
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
+    try:
+        head = b''
+        if prompt is not None or success is not None:
+            head, = _answer_prompt(proc, [master],
+                                   lambda data: os.write(master, data),
+                                   prompt, password, success, timeout)
+            if proc.returncode is not None:  # killed: refused or timed out
+                return proc.returncode, head, b''
+        chunks = [head]
+        while True:
+            data = _read_some(master)
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
     return proc.wait(), b''.join(chunks), b''
+
+
+def _read_some(fd):
+    """Up to 64 KiB from *fd*; b'' at its end, which a terminal's master
+    side reports as EIO once every holder of the other side is gone."""
+    try:
+        return os.read(fd, 65536)
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        return b''
 
 
 def _own_session():
@@ -417,16 +439,18 @@ def _default_signals():
         signal.signal(signum, signal.SIG_DFL)
 
 
-def _answer_prompt(proc, prompt, password, success, timeout):
-    """Read until the become marker shows, typing *password* at the first
-    prompt (*prompt*: a regex, bytes).  A second prompt means the password
-    was refused; nothing within *timeout* seconds means the become program
-    waits for something we cannot give.  In both cases the process is
-    killed and what it said is returned, for the controller to judge."""
+def _answer_prompt(proc, fds, type_in, prompt, password, success,
+                   timeout):
+    """Read *fds* (the command's stdout and stderr, or its terminal) until
+    the become marker shows, typing *password* with *type_in* at the
+    first prompt (*prompt*: a regex, bytes).  A second prompt means the
+    password was refused; nothing within *timeout* seconds means the
+    become program waits for something we cannot give.  In both cases the
+    process is killed and what it said is returned, for the controller to
+    judge.  Returns what each fd said, in order."""
     import re
     import time
     pattern = prompt and re.compile(prompt, re.I)
-    fds = [proc.stdout.fileno(), proc.stderr.fileno()]
     seen = dict((fd, b'') for fd in fds)
     fresh = dict((fd, b'') for fd in fds)  # said since the last answer
     answered = False
@@ -436,22 +460,21 @@ def _answer_prompt(proc, prompt, password, success, timeout):
         ready = left > 0 and select.select(fds, [], [], left)[0]
         if not ready:
             _kill(proc)
-            seen[fds[1]] += b'\nplasmid: timed out waiting for become\n'
-            return seen[fds[0]], seen[fds[1]]
+            seen[fds[-1]] += b'\nplasmid: timed out waiting for become\n'
+            return [seen[fd] for fd in fds]
         for fd in ready:
-            data = os.read(fd, 4096)
+            data = _read_some(fd)
             if not data:
-                return seen[fds[0]], seen[fds[1]]
+                return [seen[fd] for fd in fds]
             seen[fd] += data
             fresh[fd] += data
             if success and success in seen[fd]:
-                return seen[fds[0]], seen[fds[1]]
+                return [seen[fd] for fd in fds]
             if pattern and pattern.search(fresh[fd]):
                 if answered or password is None:
                     _kill(proc)
-                    return seen[fds[0]], seen[fds[1]]
-                proc.stdin.write(password + b'\n')
-                proc.stdin.flush()
+                    return [seen[fd] for fd in fds]
+                type_in(password + b'\n')
                 answered = True
                 fresh = dict((f, b'') for f in fds)
                 deadline = time.time() + timeout
@@ -464,10 +487,11 @@ def _kill(proc):
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         proc.kill()
-    try:
-        proc.stdin.close()
-    except (IOError, OSError):
-        pass
+    if proc.stdin is not None:  # None on a terminal
+        try:
+            proc.stdin.close()
+        except (IOError, OSError):
+            pass
     proc.wait()
 
 
