@@ -242,8 +242,8 @@ class Broker:
         # What crossed to the targets, for tests and benchmarks: module
         # runs, shell commands (hosted or as given), zips, files, contexts.
         self.counts: collections.Counter = collections.Counter()
-        # pids of the processes that connected: one per forked worker, or
-        # only ansible-playbook itself when its tasks run on threads.
+        # pids of the processes that sent requests: one per forked worker,
+        # or only ansible-playbook itself when its tasks run on threads.
         self.client_pids: set[int] = set()
         self.ops = {
             'module': self.run_module, 'shell': self.run_shell,
@@ -254,13 +254,14 @@ class Broker:
         }
 
     def serve(self, conn: socket.socket) -> None:
-        self.client_pids.add(peer_pid(conn))
+        pid = peer_pid(conn)
         with conn:
             while True:
                 try:
                     request = wire.receive(conn)
                 except (wire.BrokerGone, OSError):
                     return
+                self.client_pids.add(pid)
                 wire.send(conn, self.answer(request))
 
     def answer(self, request: Any) -> tuple:
@@ -464,6 +465,21 @@ def process_alive(pid: int) -> bool:
     return state not in ('Z', 'X')
 
 
+def remove_run_files(socket_path: str) -> None:
+    """The run is over: its socket and lock file go, and so does its log
+    unless something was written there (one of each per run would pile
+    up in the private directory)."""
+    base = socket_path[:-len('.sock')] if socket_path.endswith('.sock') \
+        else socket_path
+    for path, only_if_empty in ((socket_path, False), (base + '.lock', False),
+                                (base + '.log', True)):
+        try:
+            if not only_if_empty or os.path.getsize(path) == 0:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
 def watch(pid: int, on_gone) -> None:
     """Call *on_gone* (from a thread) once process *pid* has exited."""
     def run() -> None:
@@ -486,10 +502,7 @@ def main(argv: list[str]) -> int:
     broker = Broker(router)
 
     def stop() -> None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        remove_run_files(path)
         stats_path = os.environ.get('PLASMID_ANSIBLE_STATS')
         if stats_path:
             with open(stats_path, 'w') as handle:

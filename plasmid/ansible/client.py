@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Any, Optional
 
 from plasmid.ansible import wire
@@ -117,3 +118,23 @@ class Client:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+
+
+def start_broker_early() -> threading.Thread:
+    """Start this run's broker on a thread of its own, so that the first
+    task finds it listening: ansible-core prepares that task (templating,
+    building the module's payload) for longer than the broker takes to
+    start (both ~0.15-0.3 s here).  A broker that fails to start is
+    reported by the first task that needs it."""
+    def start() -> None:
+        client = Client()
+        try:
+            client.connect()
+        except (BrokerError, OSError):
+            pass
+        finally:
+            client.close()
+    thread = threading.Thread(target=start, name='plasmid-broker-start',
+                              daemon=True)
+    thread.start()
+    return thread

@@ -14,6 +14,10 @@ Two per-task costs of ansible-core that no connection plugin can remove:
   one imported ``plasmid.accel.ssh`` and parsed its documentation afresh.
   Loaded here once, every worker finds it.
 
+With threads, it also starts the run's broker as soon as the strategy is
+made, while ansible-core prepares the first task, instead of on that
+task's path.
+
 Strategies outside ansible.builtin are deprecated since ansible-core 2.19
 (a warning each run), so this stays an option: the connection plugin
 works without it.
@@ -29,7 +33,7 @@ from ansible.plugins.loader import connection_loader
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
 from ansible.utils.display import Display
 
-from plasmid.ansible import threadworker
+from plasmid.ansible import client, threadworker
 
 CONNECTION = 'plasmid.accel.ssh'
 WORKERS_ENV = 'PLASMID_ANSIBLE_WORKERS'
@@ -76,6 +80,10 @@ class StrategyModule(LinearStrategy):
         super().__init__(*args, **kwargs)
         preload_connection()
         self._threaded = use_threads()
+        if self._threaded:
+            # Not with forked workers: one forked while the starting thread
+            # holds the start-up lock would keep it held, and wait for it.
+            client.start_broker_early()
 
     def _queue_task(self, host, task, task_vars, play_context):
         if not self._threaded:

@@ -88,7 +88,7 @@ def prepare_playbook(ansible_bin: str, tmp_path, playbook: str,
 
 def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
                  accelerated: bool, extra_env: dict | None = None,
-                 args: tuple = ()) -> Run:
+                 args: tuple = (), stats_timeout: float = 10.0) -> Run:
     prepared = prepare_playbook(ansible_bin, tmp_path, playbook, inventory,
                                 accelerated, extra_env, args)
     with subprocess.Popen(
@@ -103,7 +103,7 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     if prepared.main.exists():
         run.main_modules = json.loads(prepared.main.read_text())['loaded']
     if accelerated:
-        run.stats = _wait_for_stats(prepared.stats)
+        run.stats = _wait_for_stats(prepared.stats, stats_timeout)
     return run
 
 

@@ -110,6 +110,34 @@ def test_the_optional_strategy_runs_tasks_on_threads(
     assert 'plasmid.ansible.connection' not in plain.main_modules
 
 
+CONTROLLER_ONLY = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: nothing remote
+      debug: {msg: on the controller}
+"""
+
+
+def test_the_strategy_starts_the_broker_before_a_task_needs_it(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """The strategy starts the run's broker as it is made, so that the
+    first task does not wait for it: here no task ever asks for it, and
+    it ran (it wrote its counters) all the same, with no request served
+    and no context started.  The plugin alone starts it on demand."""
+    inv = inventory(sshd, ansible_account)
+    threaded = run_playbook(ansible_bin, tmp_path, CONTROLLER_ONLY, inv,
+                            True, STRATEGY)
+    assert threaded.rc == 0, threaded.output
+    assert threaded.stats.get('client_processes') == 0, threaded.stats
+    assert threaded.stats.get('contexts') == 0, threaded.stats
+    plain = run_playbook(ansible_bin, tmp_path, CONTROLLER_ONLY, inv, True,
+                         stats_timeout=3.0)
+    assert plain.rc == 0, plain.output
+    # A broker would have written its counters within 0.2 s of the end.
+    assert plain.stats == {}
+
+
 def test_the_optional_strategy_refuses_an_unknown_worker_mode(
         ansible_bin, ansible_account, sshd, tmp_path):
     inv = inventory(sshd, ansible_account)
