@@ -122,16 +122,17 @@ class Forker(object):
         self.counts['spare'] += 1
         return spare
 
-    def _after_reply(self, first):
+    def _after_reply(self, then):
+        """Queue *then* and the next spare's fork behind the reply; outside
+        a dispatched call (not in a context) run *then* alone, at once."""
         from plasmid.core import dispatch
-        if not dispatch.after_reply(lambda: self._prepare(first)):
-            self._prepare(first, spare=False)  # no dispatcher: not a context
+        if not dispatch.after_reply(lambda: self._then_spare(then)):
+            if then is not None:
+                then()
 
-    def _prepare(self, first, spare=True):
-        if first is not None:
-            first()
-        if not spare:
-            return
+    def _then_spare(self, then):
+        if then is not None:
+            then()
         try:
             self.prepare_spare()
         except OSError as exc:  # out of processes: fork on demand instead

@@ -2,9 +2,11 @@
 once a call has been answered, and never a stale or lost one used."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from typing import Iterator
 
 import pytest
 
@@ -61,12 +63,19 @@ def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
             'fresh': 2, 'spare': 1, 'discarded': 0}
 
 
-@pytest.mark.parametrize('version', ['2.7', '3.13'])
-def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
+@contextlib.contextmanager
+def context_after_one_run(version: str) -> Iterator[tuple]:
+    """A context of Python *version* that has run one piece of work, and
+    the pid of the spare it forked after answering."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
         ctx.call(forks_fns.run, 'a')
-        spare = the_spare(ctx)
+        yield ctx, the_spare(ctx)
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
+    with context_after_one_run(version) as (ctx, spare):
         os.kill(spare, signal.SIGKILL)
         assert procs.wait_gone([spare], timeout=5.0) == set()
         assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
@@ -76,9 +85,6 @@ def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_the_spare_ends_with_its_context(version):
-    with plasmid.Router() as router:
-        ctx = router.local(python_path=require_python(version))
-        ctx.call(forks_fns.run, 'a')
-        spare = the_spare(ctx)
+    with context_after_one_run(version) as (ctx, spare):
         ctx.shutdown(wait=True, timeout=5.0)
         assert procs.wait_gone([spare], timeout=5.0) == set()
