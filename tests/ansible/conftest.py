@@ -46,6 +46,18 @@ def ansible_bin(request) -> str:
     return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
 
 
+@pytest.fixture(scope='session')
+def community_general() -> str:
+    """Where .ci/setup put community.general (for its doas plugin): a
+    directory for ANSIBLE_COLLECTIONS_PATH."""
+    path = os.path.join(ANSIBLE_ROOT, 'collections')
+    if not os.path.isdir(os.path.join(path, 'ansible_collections',
+                                      'community', 'general')):
+        pytest.skip('community.general is not under %s: run .ci/setup'
+                    % path)
+    return path
+
+
 @pytest.fixture
 def doomed_account(ansible_account) -> str:
     """The name of an account the login may sudo to without a password,

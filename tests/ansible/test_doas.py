@@ -64,18 +64,6 @@ def doas_for(ansible_account):
         os.unlink(DOAS_CONF)
 
 
-@pytest.fixture(scope='session')
-def community_general() -> str:
-    """Where .ci/setup put community.general (for its doas plugin)."""
-    from conftest import ANSIBLE_ROOT
-    path = os.path.join(ANSIBLE_ROOT, 'collections')
-    if not os.path.isdir(os.path.join(path, 'ansible_collections',
-                                      'community', 'general')):
-        pytest.skip('community.general is not under %s: run .ci/setup'
-                    % path)
-    return path
-
-
 def test_doas_runs_as_given_and_matches_vanilla(
         ansible_bin, doas_for, community_general, sshd, tmp_path,
         monkeypatch):
