@@ -653,7 +653,7 @@ SLEEPER = """
   gather_facts: false
   tasks:
     - name: a long task
-      command: sleep 300
+      command: %(sleep)s
       become: true
 """
 
@@ -668,7 +668,8 @@ def test_an_interrupted_run_stops_and_leaves_nothing(
     as under vanilla, whose sshd session without a tty does not signal
     them; once that ends, nothing of the run is left."""
     import signal
-    prepared = prepare_playbook(ansible_bin, tmp_path, SLEEPER,
+    prepared = prepare_playbook(ansible_bin, tmp_path,
+                                SLEEPER % {'sleep': SLEEP},
                                 inventory(sshd, ansible_account), True, extra)
     proc = subprocess.Popen(prepared.argv, env=prepared.env,
                             cwd=str(tmp_path), stdout=subprocess.PIPE,
@@ -702,7 +703,9 @@ def test_an_interrupted_run_stops_and_leaves_nothing(
         subprocess.run(['pkill', '-u', 'root', '-x', '-f', SLEEP])
 
 
-SLEEP = 'sleep 300'
+# Unique to this session: a sleep left by another (a killed one) must not
+# look like this run's task.
+SLEEP = 'sleep 300.%d' % (os.getpid() % 100000)
 # How a plasmid interpreter's command line starts (its first stage).
 CONTEXT = r'exec\(zlib\.decompress'
 
