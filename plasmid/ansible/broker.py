@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 import plasmid
 from plasmid.ansible import target, wire
+from plasmid.ansible.client import Client
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 
 LOG = logging.getLogger('plasmid.ansible.broker')
@@ -465,21 +466,6 @@ def process_alive(pid: int) -> bool:
     return state not in ('Z', 'X')
 
 
-def remove_run_files(socket_path: str) -> None:
-    """The run is over: its socket and lock file go, and so does its log
-    unless something was written there (one of each per run would pile
-    up in the private directory)."""
-    base = socket_path[:-len('.sock')] if socket_path.endswith('.sock') \
-        else socket_path
-    for path, only_if_empty in ((socket_path, False), (base + '.lock', False),
-                                (base + '.log', True)):
-        try:
-            if not only_if_empty or os.path.getsize(path) == 0:
-                os.unlink(path)
-        except OSError:
-            pass
-
-
 def watch(pid: int, on_gone) -> None:
     """Call *on_gone* (from a thread) once process *pid* has exited."""
     def run() -> None:
@@ -502,7 +488,8 @@ def main(argv: list[str]) -> int:
     broker = Broker(router)
 
     def stop() -> None:
-        remove_run_files(path)
+        # The socket is the one the run's Client named: it knows the rest.
+        Client(watch_pid).remove_run_files()
         stats_path = os.environ.get('PLASMID_ANSIBLE_STATS')
         if stats_path:
             with open(stats_path, 'w') as handle:

@@ -119,6 +119,19 @@ class Client:
             self.sock.close()
             self.sock = None
 
+    def remove_run_files(self) -> None:
+        """For the broker, once the run is over: its socket and lock file
+        go, and so does its log unless something was written there (one of
+        each per run would pile up in the private directory)."""
+        for path, only_if_empty in ((self.path, False),
+                                    (self.lock_path, False),
+                                    (self.log_path, True)):
+            try:
+                if not only_if_empty or os.path.getsize(path) == 0:
+                    os.unlink(path)
+            except OSError:
+                pass
+
 
 def start_broker_early() -> threading.Thread:
     """Start this run's broker on a thread of its own, so that the first
