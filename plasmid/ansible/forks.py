@@ -31,6 +31,8 @@ import signal
 import struct
 import sys
 
+from plasmid.core import dispatch
+
 LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')
 
@@ -125,7 +127,6 @@ class Forker(object):
     def _after_reply(self, then):
         """Queue *then* and the next spare's fork behind the reply; outside
         a dispatched call (not in a context) run *then* alone, at once."""
-        from plasmid.core import dispatch
         if not dispatch.after_reply(lambda: self._then_spare(then)):
             if then is not None:
                 then()
