@@ -475,6 +475,22 @@ def watch(pid: int, on_gone) -> None:
     threading.Thread(target=run, name='plasmid-watch', daemon=True).start()
 
 
+def tell_starter_ready() -> None:
+    """Write ``ready`` to the process that started us, then let go of the
+    pipe.  The starter may be gone already (a run with no remote task ends
+    before its early-started broker is up): that is a normal end, which
+    the watch on the run's pid handles, not an error to die of."""
+    try:
+        sys.stdout.write('ready\n')
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    # Nothing more goes to the starter; later output must not hit the pipe.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: list[str]) -> int:
     path, watch_pid = argv[0], int(argv[1])
     logging.basicConfig(level=logging.WARNING,
@@ -499,8 +515,7 @@ def main(argv: list[str]) -> int:
         finally:
             os._exit(0)
     watch(watch_pid, stop)
-    sys.stdout.write('ready\n')
-    sys.stdout.flush()
+    tell_starter_ready()
     while True:
         conn, _ = server.accept()
         threading.Thread(target=broker.serve, args=(conn,), daemon=True,

@@ -1,13 +1,15 @@
 """The broker's own parts, without ansible-core."""
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
 
-from plasmid.ansible import broker
+from plasmid.ansible import broker, wire
 
 
 def test_an_unreaped_process_counts_as_gone():
@@ -36,3 +38,52 @@ def test_watch_fires_once_the_process_ended():
     child.stdin.close()
     assert fired.wait(30)
     child.wait()
+
+
+def test_a_broker_whose_starter_left_serves_and_ends_normally(tmp_path):
+    """A run with no remote task may end before its early-started broker
+    writes ``ready``: the broker must not die of the closed pipe, but run
+    until the watched process ends and write its counters as usual."""
+    run = subprocess.Popen([sys.executable, '-c',
+                            'import sys; sys.stdin.read()'],
+                           stdin=subprocess.PIPE)
+    path = str(tmp_path / 'broker.sock')
+    stats = tmp_path / 'stats.json'
+    log = tmp_path / 'broker.log'
+    with open(log, 'wb') as err:
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'plasmid.ansible.broker', path,
+             str(run.pid)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            env=dict(os.environ, PLASMID_ANSIBLE_STATS=str(stats)))
+    proc.stdout.close()     # the starter is gone before the broker is up
+    try:
+        sock = _connect_when_listening(path, proc)
+        with sock:
+            wire.send(sock, ('ping', ()))
+            assert wire.receive(sock) == ('ok', 'pong')
+        run.stdin.close()
+        assert proc.wait(30) == 0
+        assert json.loads(stats.read_text())['client_processes'] == 1
+        assert 'Traceback' not in log.read_text()
+    finally:
+        for child in (run, proc):
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+
+
+def _connect_when_listening(path: str, proc) -> socket.socket:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, 'the broker died'
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            # Give the ready write its chance to fail before we talk.
+            time.sleep(0.3)
+            return sock
+        except OSError:
+            sock.close()
+            time.sleep(0.05)
+    raise AssertionError('the broker never listened')
