@@ -9,10 +9,12 @@ import shutil
 import pytest
 
 from runner import inventory
+from testbed.procs import alive
 from test_playbooks import run_both
 
 DOAS_CONF = '/etc/doas.conf'
-MARK = '# plasmid test session %d' % os.getpid()
+# Each session's rule follows a line naming it by pid.
+MARK_PREFIX = '# plasmid test session '
 
 BOOK = """
 - hosts: targets
@@ -47,21 +49,51 @@ BOOK = """
 @pytest.fixture(scope='session')
 def doas_for(ansible_account):
     """doas lets the test account become root without a password, and
-    nobody else; the rule goes when the session ends."""
+    nobody else; the rule goes when the session ends, and so do rules left
+    by sessions that were killed."""
     if shutil.which('doas') is None:
         pytest.skip('doas is not installed: run .ci/setup')
-    rule = '%s\npermit nopass %s as root\n' % (MARK, ansible_account)
-    with open(DOAS_CONF, 'a') as conf:
-        conf.write(rule)
-    os.chmod(DOAS_CONF, 0o600)
+    others, rules = _read_conf()
+    rules[os.getpid()] = 'permit nopass %s as root' % ansible_account
+    _write_conf(others, rules)
     yield ansible_account
-    with open(DOAS_CONF) as conf:
-        left = conf.read().replace(rule, '')
-    if left.strip():
-        with open(DOAS_CONF, 'w') as conf:
-            conf.write(left)
-    else:
-        os.unlink(DOAS_CONF)
+    others, rules = _read_conf()
+    rules.pop(os.getpid(), None)
+    _write_conf(others, rules)
+
+
+def _read_conf() -> tuple[list, dict]:
+    """doas.conf's lines not written by a test session, and the rules of
+    the sessions still alive by their pid (a killed session's rule goes)."""
+    try:
+        with open(DOAS_CONF) as conf:
+            lines = conf.read().splitlines()
+    except FileNotFoundError:
+        return [], {}
+    others, rules, pid = [], {}, None
+    for line in lines:
+        if line.startswith(MARK_PREFIX):
+            pid = int(line[len(MARK_PREFIX):])
+        elif pid is not None:
+            if alive(pid):
+                rules[pid] = line
+            pid = None
+        else:
+            others.append(line)
+    return others, rules
+
+
+def _write_conf(others: list, rules: dict) -> None:
+    lines = list(others)
+    for pid, rule in sorted(rules.items()):
+        lines += ['%s%d' % (MARK_PREFIX, pid), rule]
+    if not any(line.strip() for line in lines):
+        if os.path.exists(DOAS_CONF):
+            os.unlink(DOAS_CONF)
+        return
+    with open(DOAS_CONF, 'w') as conf:
+        conf.write('\n'.join(lines) + '\n')
+    os.chmod(DOAS_CONF, 0o600)
 
 
 def test_doas_runs_as_given_and_matches_vanilla(
