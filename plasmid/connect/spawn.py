@@ -48,8 +48,12 @@ def boot_argv(python_path, blob_size):
     return list(python_path) + ['-c', stub % encoded.decode('ascii')]
 
 
+def method_module_name(method):
+    return 'plasmid.connect.' + method
+
+
 def method_module(name):
-    module_name = 'plasmid.connect.' + name
+    module_name = method_module_name(name)
     __import__(module_name)
     return sys.modules[module_name]
 

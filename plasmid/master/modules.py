@@ -21,6 +21,9 @@ Preloading rules (measured in bench/imports.py, see docs/benchmarks.md):
 * Names the imports reach that the master cannot serve travel as negative
   answers (``absent``), so optional imports cost no further round trip.
 * Each module is sent on each link once.
+* A call from the master into a direct child pushes the called function's
+  module the same way before the call (``push``), so the call finds it
+  there instead of asking for it: one round trip less per module.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import logging
 import os
 import sys
 import sysconfig
+import threading
 import tokenize
 import zlib
 from typing import Optional, Sequence
@@ -301,6 +305,8 @@ class ModuleResponder:
         # Every context booted with these: never send them again.
         self.preinstalled = frozenset(
             name for name, _, _ in bootstrap.core_modules())
+        # Requests come on the loop's thread, pushes on any caller's.
+        self.lock = threading.RLock()
         router.add_handler(GET_MODULE, self._on_request, FROM_CHILD)
         router.add_handler(GET_DATA, self._on_data_request, FROM_CHILD)
 
@@ -336,10 +342,24 @@ class ModuleResponder:
         except (TypeError, ValueError):
             LOG.error('context %d sent a malformed module request', msg.src)
             return
-        if origin is None:
-            self._answer_imports(msg.src, names)
-        else:
-            self._answer_batch(msg.src, names, str(origin))
+        with self.lock:
+            if origin is None:
+                self._answer_imports(msg.src, names)
+            else:
+                self._answer_batch(msg.src, names, str(origin))
+
+    def push(self, child: int, name: str) -> None:
+        """Send module *name* to a direct child before it asks, as the
+        answer to an import of it would (its package's modules it needs
+        ahead of it): a call into it then finds it in the child's cache.
+        Nothing goes for a module already sent there or one the master
+        does not serve (the standard library, ``__main__``, master-only
+        code), so the child's own modules still win."""
+        with self.lock:
+            if name in self.sent.get(child, self.preinstalled) or \
+                    self.finder.find(name).source is None:
+                return
+            self._answer(child, name, self._package_closure(name), [])
 
     def _package_closure(self, name: str) -> list[str]:
         order, _ = self.graph.closure(name)

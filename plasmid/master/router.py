@@ -51,6 +51,20 @@ class MasterContext(Context):
         self.master = master
         self.stream = stream  # our own link, for direct children only
 
+    def _before_call(self, module: str) -> None:
+        """The called function's module goes ahead of the call to the
+        direct child on the way (this context, or the intermediary it was
+        started through): the call then imports it without a round trip to
+        the master; a deeper context asks its parent, which has it."""
+        self.master.responder.push(self.first_hop().context_id, module)
+
+    def first_hop(self) -> "MasterContext":
+        """The master's direct child on the route to this context."""
+        hop = self
+        while hop.via is not None:
+            hop = hop.via
+        return hop
+
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
         """Ask the context to exit; with *wait*, until its process is gone."""
         if not self.is_alive():
@@ -200,6 +214,10 @@ class Router:
                                             ADD_ROUTE,
                                             (new_id, next_hop.context_id)))
         self.core.add_route(new_id, self.core.routes[path[0].context_id])
+        # connect_child imports the method's module by name, which the
+        # push of connect_child's own module cannot see.
+        self.responder.push(via.first_hop().context_id,
+                            spawn.method_module_name(spec['method']))
         try:
             # The intermediary enforces connect_timeout itself; the margin
             # covers a hop that stops answering altogether.

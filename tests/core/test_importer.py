@@ -106,8 +106,9 @@ def test_tree_the_master_has_imported_costs_one_request(
     loaded = ctx.call(import_fns.loaded_modules, 'imptree')
     assert loaded == import_fns.TREE_IMPORTED_PY3
     stats = ctx.call(importer.stats)
-    assert stats['requested'] == [[FNS], ['imptree']]
-    assert stats['requests_sent'] == 2
+    # This test's own module went ahead of the call (no request).
+    assert stats['requested'] == [['imptree']]
+    assert stats['requests_sent'] == 1
     # Exactly the modules that ran arrived (plus this test's own module).
     assert stats['modules_received'] == len(loaded) + 1
     assert stats['never_imported'] == []
@@ -256,8 +257,11 @@ def test_modules_arrive_after_their_dependencies(
     ctx.call(import_fns.django_facts)
     order = ctx.call(import_fns.arrival_order)
     # Modules that followed an answer were awaited, never asked for again.
-    requested = ctx.call(importer.stats)['requested']
-    assert requested[1:] == [['django', 'django.db', 'django.db.models'],
+    # (The test module's own request goes to A only: the master pushed it
+    # there; a direct child got it pushed.)
+    requested = [names for names in ctx.call(importer.stats)['requested']
+                 if names != [FNS]]
+    assert requested == [['django', 'django.db', 'django.db.models'],
                              ['asgiref', 'sqlparse']], requested
     assert set(router.responder.messages_sent.values()) == {1}
     position = {name: i for i, name in enumerate(order)}
@@ -614,3 +618,57 @@ def _files(root: str) -> Iterator[str]:
     for dirpath, dirnames, files in os.walk(root):
         for name in files + dirnames:
             yield os.path.join(dirpath, name)
+
+
+# ------------------------------------------- modules sent ahead of calls
+
+
+def test_a_call_brings_its_module_along(router: plasmid.Router) -> None:
+    """The master sends a direct child the called function's module ahead
+    of the call: the call imports it without asking, and it crosses the
+    link once however often it is called."""
+    ctx = router.local(python_path=BARE)
+    assert ctx.call(import_fns.version) == ctx.call(import_fns.version)
+    stats = ctx.call(importer.stats)
+    assert requests_about(stats, FNS) == []
+    assert router.responder.messages_sent[(ctx.context_id, FNS)] == 1
+    assert FNS not in stats['never_imported']
+
+
+def test_a_context_started_via_a_child_costs_it_no_request(
+        router: plasmid.Router) -> None:
+    """Starting a context through a direct child runs connect_child there,
+    which imports plasmid.connect and the method's module by name: both
+    go ahead of the call."""
+    via = router.local(python_path=BARE)
+    inner = router.local(python_path=BARE, via=via)
+    assert inner.call(os.getpid) != via.call(os.getpid)
+    stats = via.call(importer.stats)
+    assert requests_about(stats, 'plasmid') == []
+    assert 'plasmid.connect.local' in via.call(import_fns.loaded_by_importer)
+    sent = {m for (cid, m) in router.responder.messages_sent
+            if cid == via.context_id}
+    assert {'plasmid.connect.spawn', 'plasmid.connect.local'} <= sent
+
+
+def test_a_module_the_master_does_not_serve_is_not_sent_ahead(
+        router: plasmid.Router) -> None:
+    ctx = router.local(python_path=BARE)
+    ctx.call(os.getpid)     # standard library: the target's own wins
+    assert not [m for (cid, m) in router.responder.messages_sent
+                if cid == ctx.context_id]
+
+
+def test_a_call_through_an_intermediary_is_served_by_it(
+        router: plasmid.Router) -> None:
+    """A call to a context behind an intermediary pushes the module to the
+    intermediary: the context's request stops there, and the module
+    crosses the master's link once."""
+    via = router.local(python_path=BARE)
+    inner = router.local(python_path=BARE, via=via)
+    assert inner.call(import_fns.version)
+    assert requests_about(via.call(importer.stats), FNS) == []
+    assert requests_about(inner.call(importer.stats), FNS) == [[FNS]]
+    assert router.responder.messages_sent[(via.context_id, FNS)] == 1
+    assert not [m for (cid, m) in router.responder.messages_sent
+                if cid == inner.context_id]
