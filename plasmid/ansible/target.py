@@ -449,9 +449,18 @@ def _answer_prompt(proc, fds, type_in, prompt, password, success,
     process is killed and what it said is returned, for the controller to
     judge.  Returns what each fd said, in order."""
     import re
-    import time
-    pattern = prompt and re.compile(prompt, re.I)
     seen = dict((fd, b'') for fd in fds)
+    _read_through_become(proc, fds, seen, type_in,
+                         prompt and re.compile(prompt, re.I), password,
+                         success, timeout)
+    return [seen[fd] for fd in fds]
+
+
+def _read_through_become(proc, fds, seen, type_in, pattern, password,
+                         success, timeout):
+    """_answer_prompt's reading, adding to *seen* what each fd says; it
+    returns once the marker shows, an fd ends, or the process is killed."""
+    import time
     fresh = dict((fd, b'') for fd in fds)  # said since the last answer
     answered = False
     deadline = time.time() + timeout
@@ -461,19 +470,19 @@ def _answer_prompt(proc, fds, type_in, prompt, password, success,
         if not ready:
             _kill(proc)
             seen[fds[-1]] += b'\nplasmid: timed out waiting for become\n'
-            return [seen[fd] for fd in fds]
+            return
         for fd in ready:
             data = _read_some(fd)
             if not data:
-                return [seen[fd] for fd in fds]
+                return
             seen[fd] += data
             fresh[fd] += data
             if success and success in seen[fd]:
-                return [seen[fd] for fd in fds]
+                return
             if pattern and pattern.search(fresh[fd]):
                 if answered or password is None:
                     _kill(proc)
-                    return [seen[fd] for fd in fds]
+                    return
                 type_in(password + b'\n')
                 answered = True
                 fresh = dict((f, b'') for f in fds)
