@@ -133,7 +133,7 @@ class Client:
                 pass
 
 
-def start_broker_early() -> threading.Thread:
+def start_broker_early() -> None:
     """Start this run's broker on a thread of its own, so that the first
     task finds it listening: ansible-core prepares that task (templating,
     building the module's payload) for longer than the broker takes to
@@ -147,7 +147,5 @@ def start_broker_early() -> threading.Thread:
             pass
         finally:
             client.close()
-    thread = threading.Thread(target=start, name='plasmid-broker-start',
-                              daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=start, name='plasmid-broker-start',
+                     daemon=True).start()
