@@ -21,9 +21,10 @@ Preloading rules (measured in bench/imports.py, see docs/benchmarks.md):
 * Names the imports reach that the master cannot serve travel as negative
   answers (``absent``), so optional imports cost no further round trip.
 * Each module is sent on each link once.
-* A call from the master into a direct child pushes the called function's
-  module the same way before the call (``push``), so the call finds it
-  there instead of asking for it: one round trip less per module.
+* A call from the master pushes the called function's module the same
+  way, before the call, to the master's direct child on the call's route
+  (``push``): the call, or the intermediary its context asks, finds it
+  there instead of asking the master, one round trip less per module.
 """
 from __future__ import annotations
 
@@ -349,7 +350,7 @@ class ModuleResponder:
                 self._answer_batch(msg.src, names, str(origin))
 
     def push(self, child: int, name: str) -> None:
-        """Send module *name* to a direct child before it asks, as the
+        """Send module *name* to direct child *child* before it asks, as the
         answer to an import of it would (its package's modules it needs
         ahead of it): a call into it then finds it in the child's cache.
         Nothing goes for a module already sent there or one the master

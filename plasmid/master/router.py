@@ -60,10 +60,7 @@ class MasterContext(Context):
 
     def first_hop(self) -> "MasterContext":
         """The master's direct child on the route to this context."""
-        hop = self
-        while hop.via is not None:
-            hop = hop.via
-        return hop
+        return Router._path_to(self)[0]
 
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
         """Ask the context to exit; with *wait*, until its process is gone."""
@@ -216,7 +213,7 @@ class Router:
         self.core.add_route(new_id, self.core.routes[path[0].context_id])
         # connect_child imports the method's module by name, which the
         # push of connect_child's own module cannot see.
-        self.responder.push(via.first_hop().context_id,
+        self.responder.push(path[0].context_id,
                             spawn.method_module_name(spec['method']))
         try:
             # The intermediary enforces connect_timeout itself; the margin
