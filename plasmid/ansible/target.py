@@ -23,7 +23,7 @@ import subprocess
 import sys
 import zlib
 
-from plasmid.ansible import forks
+from plasmid.ansible import forks, vfork
 
 _ZIPS = {}  # digest -> ZipModules
 _FILES = {}  # sha1 of a payload file's content -> the content
@@ -253,6 +253,7 @@ def _module_main(modules, job, stale):
     os.environ.update(job.get('env') or {})
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
+    vfork.install()
     fqn = job['module_fqn']
     sys.argv = [modules.filename(fqn)]
     params = job['params']
