@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from typing import Iterator
 
 import pytest
@@ -14,6 +16,17 @@ if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
 from testbed import SshTestbed, ssh_testbed, unavailable_reason  # noqa: E402
+
+# Masters the tests start keep their disk cache (plasmid/master/cache.py)
+# here, not in the home of whoever runs the tests.
+_CACHE_DIR = tempfile.mkdtemp(prefix='plasmid-test-cache-')
+os.environ.setdefault('PLASMID_CACHE_DIR', _CACHE_DIR)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir() -> Iterator[None]:
+    yield
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,9 @@
 
 The core's sources are stripped of docstrings and comments (they stay in
 the repository for readers) and packed with a small loader into one
-zlib-compressed script that works on Python 2.7 and 3.x.
+zlib-compressed script that works on Python 2.7 and 3.x.  Stripping costs
+tens of milliseconds, so the result is kept in the per-user disk cache
+(``cache.py``) under a key of the sources it came from.
 """
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ import ast
 import functools
 import importlib.util
 import zlib
+from typing import Optional
+
+from plasmid.master import cache
 
 # Order matters: each module only imports modules listed before it.
 CORE_MODULES = [
@@ -75,19 +80,39 @@ def minify(source: str) -> str:
     return ast.unparse(tree) + '\n'
 
 
-def core_modules() -> list[tuple[str, bool, str]]:
+def core_module_names() -> list[str]:
+    """Every module a context boots with."""
+    return ['plasmid', 'plasmid.core'] + CORE_MODULES
+
+
+def core_modules(sources: Optional[dict[str, str]] = None
+                 ) -> list[tuple[str, bool, str]]:
     """(name, is_package, source) for everything the bootstrap carries."""
+    sources = sources or _core_sources()
     modules = [('plasmid', True, ''), ('plasmid.core', True, '')]
     for name in CORE_MODULES:
-        modules.append((name, False, minify(read_source(name))))
+        modules.append((name, False, minify(sources[name])))
     # The package's exports import from core: fill it in last.
     modules.append(('plasmid', True, CHILD_PACKAGE))
     return modules
 
 
+def _core_sources() -> dict[str, str]:
+    return {name: read_source(name) for name in CORE_MODULES}
+
+
 @functools.lru_cache(maxsize=None)
 def build_blob() -> bytes:
-    """The zlib-compressed second stage, built once per master process."""
-    script = '_PLASMID_MODULES=%r\n%s' % (core_modules(), LOADER)
+    """The zlib-compressed second stage: from the disk cache when these
+    sources were stripped before by this Python, else built (and kept)."""
+    sources = _core_sources()
+    parts = [LOADER.encode(), CHILD_PACKAGE.encode()]
+    for name in CORE_MODULES:
+        parts += [name.encode(), sources[name].encode('utf-8')]
+    return cache.load_or_build('core', parts, lambda: _compress(sources))
+
+
+def _compress(sources: dict[str, str]) -> bytes:
+    script = '_PLASMID_MODULES=%r\n%s' % (core_modules(sources), LOADER)
     script.encode('ascii')  # the payload must stay ASCII for Python 2
     return zlib.compress(script.encode('ascii'), 9)

@@ -304,8 +304,7 @@ class ModuleResponder:
         # context asks for the packages that import reaches.
         self.groups: dict[tuple[int, str], list[str]] = {}
         # Every context booted with these: never send them again.
-        self.preinstalled = frozenset(
-            name for name, _, _ in bootstrap.core_modules())
+        self.preinstalled = frozenset(bootstrap.core_module_names())
         # Requests come on the loop's thread, pushes on any caller's.
         self.lock = threading.RLock()
         router.add_handler(GET_MODULE, self._on_request, FROM_CHILD)
