@@ -491,11 +491,23 @@ def tell_starter_ready() -> None:
     os.close(devnull)
 
 
+# What the broker will send every context: its first connection waits on
+# the network long enough to work out their closures meanwhile.
+SENT_TO_EVERY_CONTEXT = ['plasmid.ansible.target', 'plasmid.connect.sudo']
+
+
+def prepare_code(router: plasmid.Router) -> None:
+    threading.Thread(target=router.responder.prepare,
+                     args=(SENT_TO_EVERY_CONTEXT,), daemon=True,
+                     name='plasmid-prepare').start()
+
+
 def main(argv: list[str]) -> int:
     path, watch_pid = argv[0], int(argv[1])
     logging.basicConfig(level=logging.WARNING,
                         format='%(asctime)s %(name)s %(message)s')
     router = plasmid.Router(threaded=True)
+    prepare_code(router)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     os.chmod(path, 0o600)

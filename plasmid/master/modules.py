@@ -361,6 +361,16 @@ class ModuleResponder:
                 return
             self._answer(child, name, self._package_closure(name), [])
 
+    def prepare(self, names: Sequence[str]) -> None:
+        """Work out now what sending modules *names* will need (their
+        closures and the standard library's probes: ~100 ms of scanning
+        in a fresh master), e.g. on a thread while a first connection
+        waits on the network.  A push meanwhile waits for it."""
+        with self.lock:
+            for name in names:
+                if self.finder.find(name).source is not None:
+                    self.graph.closure(name)
+
     def _package_closure(self, name: str) -> list[str]:
         order, _ = self.graph.closure(name)
         return [m for m in order if top_level(m) == top_level(name)]

@@ -174,6 +174,22 @@ def test_stdlib_probes_name_what_does_not_exist_here(
     assert graph.stdlib_probes('no_such_module_anywhere') == []
 
 
+def test_prepared_closures_need_no_scan_when_sent(
+        tree: str, monkeypatch) -> None:
+    from plasmid.master import scanner
+    scans: list[str] = []
+    real_load = scanner.load_code
+    monkeypatch.setattr(scanner, 'load_code', lambda path, *a: (
+        scans.append(path), real_load(path, *a))[1])
+    with plasmid.Router() as router:
+        router.responder.prepare(['imptree.sub.deep.deepmod', 'json'])
+        assert scans  # prepare scanned
+        del scans[:]
+        order, _ = router.responder.graph.closure('imptree.sub.deep.deepmod')
+        assert 'imptree.sub' in order
+        assert scans == []  # nothing left to scan when it is sent
+
+
 # ------------------------------------------------------- package data
 
 
