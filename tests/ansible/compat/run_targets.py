@@ -19,6 +19,15 @@ plus one line that makes the broker write its counters at exit
 (PLASMID_ANSIBLE_STATS).  So the name ``ssh`` means the accelerator there,
 and the counters prove per target that it ran.
 
+A third mode, *plasmid-strategy* (not run by default: ``--modes
+plasmid-strategy``), adds the optional threaded strategy the same way:
+ansible-test also points ANSIBLE_STRATEGY_PLUGINS at
+``test/support/integration/plugins/strategy``, where ``linear.py`` then is
+plasmid.accel.linear, plus a line that leaves a marker file each time the
+strategy is made: the default strategy name ``linear`` means ours, and the
+markers prove it ran (targets that choose another strategy, like ``free``,
+run that one).
+
 Targets ansible-test runs "on the controller" (alias context/controller)
 get connection ``local`` from ansible-test whatever --target says; the
 accelerator never runs in them, and the report says so.
@@ -72,6 +81,7 @@ import sys
 import tarfile
 import threading
 import time
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -79,6 +89,8 @@ sys.path.insert(0, os.path.join(REPO, 'tests'))
 
 PLUGIN = os.path.join(REPO, 'ansible_collections', 'plasmid', 'accel',
                       'plugins', 'connection', 'ssh.py')
+STRATEGY_PLUGIN = os.path.join(REPO, 'ansible_collections', 'plasmid', 'accel',
+                               'plugins', 'strategy', 'linear.py')
 SDIST_DIR = '/opt/ansible/sdist'
 VENV_ROOTS = ('/opt/plasmid-ansible', '/opt/ansible')
 DEFAULT_RESULTS = os.path.join(REPO, 'build', 'ansible-compat')
@@ -88,7 +100,8 @@ NOTES = os.path.join(HERE, 'notes.md')
 TARGET_PYTHON = '3.11@/usr/bin/python3.11'
 TARGET_INTERPRETER = '/usr/bin/python3.11'
 VERSIONS = ('2.18', '2.19', '2.20', '2.21')
-MODES = ('vanilla', 'plasmid')
+MODES = ('vanilla', 'plasmid', 'plasmid-strategy')
+DEFAULT_MODES = ('vanilla', 'plasmid')
 
 TARGETS = (
     'command_shell', 'raw', 'script', 'stat', 'file', 'copy', 'template',
@@ -146,6 +159,22 @@ STATS_LINE = '''
 import os as _os, uuid as _uuid  # noqa: E402
 _os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
     %r, 'broker-%%s.json' %% _uuid.uuid4().hex))
+'''
+
+STRATEGY_MARK = '''
+# Added by tests/ansible/compat/run_targets.py: a marker file per strategy
+# made, which shows that this strategy ran (and whether on threads).
+import os as _os, uuid as _uuid  # noqa: E402
+_Accelerated = StrategyModule
+
+
+class StrategyModule(_Accelerated):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        with open(_os.path.join(%r, 'strategy-%%s.%%s' %% (
+                _uuid.uuid4().hex, 'thread' if self._threaded else 'fork')),
+                'w'):
+            pass
 '''
 
 
@@ -212,20 +241,35 @@ class Tree:
         for suffix in ('', '.pub'):
             shutil.copyfile(key + suffix, os.path.join(tmp, 'id_rsa' + suffix))
         os.chmod(os.path.join(tmp, 'id_rsa'), 0o600)
-        shim_dir = os.path.join(root, 'test', 'support', 'integration',
-                                'plugins', 'connection')
-        if mode == 'plasmid':
-            os.makedirs(shim_dir, exist_ok=True)
+        shutil.rmtree(os.path.join(root, 'test', 'support'), ignore_errors=True)
+        if mode != 'vanilla':
             os.makedirs(self.stats_dir, exist_ok=True)
-            with open(PLUGIN) as handle:
-                text = handle.read()
-            with open(os.path.join(shim_dir, 'ssh.py'), 'w') as handle:
-                handle.write(text + STATS_LINE % self.stats_dir)
-        else:
-            shutil.rmtree(os.path.join(root, 'test', 'support'), ignore_errors=True)
+            self._shim('connection', 'ssh.py', PLUGIN, STATS_LINE)
+        if mode == 'plasmid-strategy':
+            self._shim('strategy', 'linear.py', STRATEGY_PLUGIN, STRATEGY_MARK)
+
+    def _shim(self, kind: str, name: str, plugin: str, addition: str) -> None:
+        """Our plugin's text under a builtin's name where ansible-test
+        looks for the tree's own plugins, plus *addition* (which marks its
+        use in the stats dir)."""
+        shim_dir = os.path.join(self.root, 'test', 'support', 'integration',
+                                'plugins', kind)
+        os.makedirs(shim_dir, exist_ok=True)
+        with open(plugin) as handle:
+            text = handle.read()
+        with open(os.path.join(shim_dir, name), 'w') as handle:
+            handle.write(text + addition % self.stats_dir)
+
+    def strategy_runs(self) -> dict:
+        """How many times our strategy was made, by kind of worker."""
+        found = {'thread': 0, 'fork': 0}
+        for path in glob.glob(os.path.join(self.stats_dir, 'strategy-*')):
+            found[path.rpartition('.')[2]] += 1
+        return found
 
     def clear_stats(self) -> None:
-        for path in glob.glob(os.path.join(self.stats_dir, '*.json')):
+        for path in glob.glob(os.path.join(self.stats_dir, '*.json')) + \
+                glob.glob(os.path.join(self.stats_dir, 'strategy-*')):
             os.unlink(path)
 
     def collect_stats(self, wait: float) -> list[dict]:
@@ -438,9 +482,14 @@ def connection_suite(venv: str, tree: Tree, port: int, key: str,
     env = base_env(venv)
     env.update(INVENTORY=inventory, ANSIBLE_HOST_KEY_CHECKING='false',
                ANSIBLE_LOCAL_TEMP=os.path.join(os.path.dirname(tree.root), 'ansible-local'))
-    if tree.mode == 'plasmid':
+    if tree.mode != 'vanilla':
         # Each ansible run's broker rewrites it: the last one's counters.
         env['PLASMID_ANSIBLE_STATS'] = os.path.join(tree.stats_dir, 'broker-connection.json')
+    if tree.mode == 'plasmid-strategy':
+        # test.sh runs ansible-playbook itself, which does take these.
+        env['ANSIBLE_STRATEGY_PLUGINS'] = os.path.join(
+            tree.root, 'test', 'support', 'integration', 'plugins', 'strategy')
+        env['ANSIBLE_STRATEGY'] = 'linear'
     argv = ['bash', './test.sh', '-e', 'target_hosts=ssh', '-e', 'action_prefix=',
             '-e', 'local_tmp=/tmp/ansible-local', '-e', 'remote_tmp=/tmp/ansible-remote']
     if verbosity:
@@ -671,7 +720,8 @@ class Runner:
                     ansible_test_argv(venv, tree, target, server.port, args.verbosity),
                     log_path, tree.root, env, args.timeout)
             seconds = time.time() - started
-            brokers = tree.collect_stats(wait=12.0) if mode == 'plasmid' else []
+            brokers = tree.collect_stats(wait=12.0) if mode != 'vanilla' else []
+            strategies = tree.strategy_runs()
             with open(log_path, errors='replace') as handle:
                 lines = handle.read().splitlines()
             result = {
@@ -680,8 +730,9 @@ class Runner:
                 'passed': rc == 0, 'seconds': round(seconds, 1),
                 'reason': '' if rc == 0 else (
                     timeout_reason(lines, args.timeout) if timed_out else first_error(lines)),
-                'plasmid': plasmid_revision() if mode == 'plasmid' else '',
+                'plasmid': plasmid_revision() if mode != 'vanilla' else '',
                 'brokers': len(brokers),
+                'strategies': strategies,
                 'counters': sum_counters(brokers),
                 'log': (os.path.relpath(log_path, REPO)
                         if log_path.startswith(REPO + os.sep) else log_path),
@@ -692,7 +743,7 @@ class Runner:
             with self.lock:
                 print('%s %-8s %-30s %s %6.1fs%s' % (
                     version, mode, target, 'pass' if rc == 0 else 'FAIL', seconds,
-                    ' brokers=%d' % len(brokers) if mode == 'plasmid' else ''),
+                    ' brokers=%d' % len(brokers) if mode != 'vanilla' else ''),
                     flush=True)
         finally:
             slots.put(tree)
@@ -749,6 +800,25 @@ def load_results(results: str) -> tuple[dict, dict]:
     return found, metas
 
 
+def result_cell(res: dict, van: Optional[dict]) -> str:
+    """One mode's result for one target and version, in the table's words."""
+    if res['passed']:
+        text = 'pass'
+    elif res['mode'] != 'vanilla' and van is not None and not van['passed']:
+        text = 'FAIL*'
+    else:
+        text = 'FAIL'
+    if res['mode'] != 'vanilla' and not res['brokers']:
+        text += ' (local)' if res['context'] == 'controller' else ' (no broker)'
+    strategies = res.get('strategies')
+    if res['mode'] == 'plasmid-strategy' and strategies is not None:
+        if not any(strategies.values()):
+            text += ' (no strategy)'
+        elif not strategies['thread']:
+            text += ' (forked)'
+    return text
+
+
 def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
     found, metas = load_results(results)
     if only:
@@ -765,10 +835,10 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
            'pipelining on) and once with the connection name `ssh` resolving to',
            'plasmid.accel.ssh (*plasmid*). `connection` is the hidden conformance suite,',
            'run like connection_ssh runs it (two hosts, pipelining on and off).', '',
-           'The targets run with the connection plugin alone: ansible-test chooses',
-           'the strategy, so the optional threaded strategy `plasmid.accel.linear`',
-           'is not covered here; tests/ansible/test_playbooks.py runs its parity',
-           'checks against vanilla on each release instead.', '',
+           'A third column, where present, is *plasmid-strategy*: the same plus the',
+           'optional threaded strategy, which the default strategy name `linear`',
+           'resolves to in that copy of the tree (`--modes plasmid-strategy`; targets',
+           'that choose another strategy run that one).', '',
            '## How to reproduce', '',
            'One command runs the targets for the versions it is given and rewrites this',
            'file from every result under build/ansible-compat/ (as root, after .ci/setup',
@@ -811,14 +881,16 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
             'targets leave behind); the targets they broke were run again.']
     machines = sorted({m.get('machine', '?') for m in metas.values()})
     out += ['', 'Machine: ' + '; '.join(machines), '']
+    shown = [m for m in MODES if any(k[1] == m for k in found)]
     out += ['## Results', '',
-            'Cells: vanilla / plasmid. `pass`, `FAIL`; `FAIL*` = fails without the',
+            'Cells: %s. `pass`, `FAIL`; `FAIL*` = fails without the' % ' / '.join(shown),
             'accelerator too; `(local)` = ansible-test runs this target on the controller',
             '(alias context/controller: connection `local`) and no broker ran, so the',
             'accelerator was not used in it (controller targets whose own inventories use',
             'ssh, like become_unprivileged and delegate_to, do use it); `(no broker)` = a',
             'target-side target in which no broker ran; `n/a` = no such target in that',
-            'release; `–` = not run.', '']
+            'release; `–` = not run. With the strategy: `(no strategy)` = it was never',
+            'made (the target chose another), `(forked)` = it ran with forked workers.', '']
     header = '| target | ' + ' | '.join(versions) + ' |'
     out += [header, '|---|' + '---|' * len(versions)]
     summary: dict = {v: {m: [0, 0] for m in MODES} for v in versions}
@@ -826,9 +898,9 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
         cells = []
         for v in versions:
             van = found.get((v, 'vanilla', name))
-            pla = found.get((v, 'plasmid', name))
             parts = []
-            for res, mode in ((van, 'vanilla'), (pla, 'plasmid')):
+            for mode in shown:
+                res = found.get((v, mode, name))
                 if res is None:
                     parts.append('–')
                     continue
@@ -838,18 +910,11 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
                 summary[v][mode][1] += 1
                 if res['passed']:
                     summary[v][mode][0] += 1
-                    text = 'pass'
-                elif mode == 'plasmid' and van is not None and not van['passed']:
-                    text = 'FAIL*'
-                else:
-                    text = 'FAIL'
-                if mode == 'plasmid' and not res['brokers'] and res['context'] != 'missing':
-                    text += ' (local)' if res['context'] == 'controller' else ' (no broker)'
-                parts.append(text)
+                parts.append(result_cell(res, van))
             cells.append(' / '.join(parts))
         out.append('| %s | %s |' % (name, ' | '.join(cells)))
     out += ['', '| passed | ' + ' | '.join(
-        '%d/%d / %d/%d' % (tuple(summary[v]['vanilla']) + tuple(summary[v]['plasmid']))
+        ' / '.join('%d/%d' % tuple(summary[v][m]) for m in shown)
         for v in versions) + ' |', '']
     out += ['## Failures', '',
             'The first meaningful error line of each failing run\'s log.', '']
@@ -862,7 +927,7 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
         for res in sorted(rows, key=lambda r: (names.index(r['target'])
                                                if r['target'] in names else 999, r['mode'])):
             also = ''
-            if res['mode'] == 'plasmid':
+            if res['mode'] != 'vanilla':
                 van = found.get((v, 'vanilla', res['target']))
                 if van is not None and not van['passed']:
                     also = ' (fails without the accelerator too)'
@@ -910,7 +975,8 @@ def main(argv: list[str]) -> int:
                         'or with --report-only every version with results)' % ','.join(VERSIONS))
     parser.add_argument('--targets', default=','.join(TARGETS),
                         help='comma-separated targets (default: the %d of the issue)' % len(TARGETS))
-    parser.add_argument('--modes', default=','.join(MODES))
+    parser.add_argument('--modes', default=','.join(DEFAULT_MODES),
+                        help='of %s' % ', '.join(MODES))
     parser.add_argument('--jobs', type=int, default=1, help='targets run at once (at most 2 advised)')
     parser.add_argument('--timeout', type=float, default=1800.0, help='seconds per target')
     parser.add_argument('-v', dest='verbosity', action='count', default=1,
@@ -930,6 +996,9 @@ def main(argv: list[str]) -> int:
     args.versions = only or ['2.21']
     args.targets = [t for t in args.targets.split(',') if t]
     args.modes = [m for m in args.modes.split(',') if m]
+    unknown = sorted(set(args.modes) - set(MODES))
+    if unknown:
+        parser.error('unknown mode %s (modes: %s)' % (', '.join(unknown), ', '.join(MODES)))
     args.venv_roots = tuple(args.venv_roots or VENV_ROOTS)
     args.command_line = 'python3 tests/ansible/compat/run_targets.py ' + ' '.join(argv)
     if not args.report_only:

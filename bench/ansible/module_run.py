@@ -1,0 +1,167 @@
+"""One Ansible module run on the target, without ansible-playbook around it.
+
+    python3 bench/ansible/module_run.py [--venv /opt/ansible/2.21]
+        [--python /usr/bin/python3] [--runs 200] [--args /bin/true]
+
+What a task costs the target machine, which ansible-playbook's own time
+hides: ansible-core (from --venv) builds the pipelined AnsiballZ script of
+``command: ARGS`` through a connection that only records it (``local``
+underneath); then, on the target Python --python:
+
+- vanilla: the script piped into a fresh interpreter, as ansible-core's
+  pipelining runs it over ssh (interpreter start, the zip unpacked to a
+  temporary directory, the module, clean-up);
+- plasmid: ``plasmid.ansible.target.run_module`` in a local context that
+  holds the zip (what the broker asks of a context per task: a fork of the
+  warm context runs the module from memory).
+
+Per run: wall time (medians, p10), CPU of the processes the run started
+(the child and what it ran, from RUSAGE_CHILDREN of the process that
+waited for them) and their minor page faults.  No ssh: the network and
+the broker are not in these figures.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import zipfile
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [ROOT, os.path.join(ROOT, 'bench')]
+
+import plasmid  # noqa: E402
+from benchlib import machine_line  # noqa: E402
+from plasmid.ansible import payload, target  # noqa: E402
+
+import module_run_fns  # noqa: E402
+
+RECORDER = textwrap.dedent('''
+    from ansible.plugins.connection.local import Connection as Local
+    DOCUMENTATION = """
+    name: recorder
+    short_description: local, recording pipelined module scripts
+    description: local, recording pipelined module scripts
+    author: plasmid
+    options: {}
+    """
+
+    class Connection(Local):
+        transport = 'recorder'
+
+        def exec_command(self, cmd, in_data=None, sudoable=True):
+            if in_data and b'_ansiballz_main' in in_data:
+                with open(%r, 'wb') as handle:
+                    handle.write(in_data)
+            return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+''')
+
+
+def record_script(venv: str, python: str, args: str, work: str) -> bytes:
+    """The pipelined script ansible-core sends for ``command: args``."""
+    plugins = os.path.join(work, 'connection_plugins')
+    os.makedirs(plugins)
+    recorded = os.path.join(work, 'script')
+    with open(os.path.join(plugins, 'recorder.py'), 'w') as handle:
+        handle.write(RECORDER % recorded)
+    env = dict(os.environ, ANSIBLE_CONNECTION_PLUGINS=plugins,
+               ANSIBLE_PIPELINING='true', ANSIBLE_LOCAL_TEMP=work)
+    subprocess.run([os.path.join(venv, 'bin', 'ansible'), 'localhost', '-i',
+                    'localhost,', '-c', 'recorder', '-m', 'command', '-a',
+                    args, '-e', 'ansible_python_interpreter=%s' % python],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    with open(recorded, 'rb') as handle:
+        return handle.read()
+
+
+def children_usage() -> tuple[float, int]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_minflt
+
+
+def time_vanilla(python: str, script: bytes, runs: int) -> dict:
+    walls = []
+    cpu0, faults0 = children_usage()
+    for _ in range(runs):
+        started = time.perf_counter()
+        done = subprocess.run([python], input=script, capture_output=True)
+        walls.append(time.perf_counter() - started)
+        assert done.returncode == 0, done.stderr
+    cpu1, faults1 = children_usage()
+    return summary(walls, (cpu1 - cpu0) / runs, (faults1 - faults0) / runs)
+
+
+def time_plasmid(python: str, script: bytes, runs: int) -> dict:
+    job = payload.parse(script)
+    assert job is not None, 'not a script plasmid knows how to take apart'
+    with zipfile.ZipFile(io.BytesIO(job.zip_data)) as archive:
+        files = {n: zlib.compress(archive.read(n)) for n in archive.namelist()}
+    walls = []
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        ctx.call(target.add_zip_files, job.digest, {}, files)
+        to_target = job.to_target({})
+        for _ in range(10):  # warm: the context learns what modules use
+            rc, out, err = ctx.call(target.run_module, job.digest, to_target)
+            assert rc == 0, err
+        cpu0, faults0 = ctx.call(module_run_fns.children_usage)
+        for _ in range(runs):
+            started = time.perf_counter()
+            ctx.call(target.run_module, job.digest, to_target)
+            walls.append(time.perf_counter() - started)
+        time.sleep(0.2)
+        ctx.call(target.fork_counts)  # reaps the last child
+        cpu1, faults1 = ctx.call(module_run_fns.children_usage)
+    return summary(walls, (cpu1 - cpu0) / runs, (faults1 - faults0) / runs)
+
+
+def summary(walls: list[float], cpu: float, faults: float) -> dict:
+    walls = sorted(walls)
+    return {'median': statistics.median(walls) * 1e3,
+            'p10': walls[len(walls) // 10] * 1e3,
+            'cpu': cpu * 1e3, 'faults': faults}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--venv', default='/opt/ansible/2.21')
+    parser.add_argument('--python', default='/usr/bin/python3')
+    parser.add_argument('--runs', type=int, default=200)
+    parser.add_argument('--args', default='/bin/true')
+    args = parser.parse_args()
+    print('# one module run on the target -- %s' % machine_line())
+    work = tempfile.mkdtemp(prefix='plasmid-module-run-')
+    try:
+        script = record_script(args.venv, args.python, args.args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print('# command: %s, built by %s, run by %s; %d runs each, medians'
+          % (args.args, args.venv, args.python, args.runs))
+    rows = [('vanilla (python < script)',
+             time_vanilla(args.python, script, args.runs)),
+            ('plasmid (target.run_module)',
+             time_plasmid(args.python, script, args.runs))]
+    print('%-30s %10s %8s %16s %14s' % ('peer', 'wall ms', 'p10 ms',
+                                       'child CPU ms', 'minor faults'))
+    for name, row in rows:
+        print('%-30s %10.2f %8.2f %16.2f %14.0f' % (
+            name, row['median'], row['p10'], row['cpu'], row['faults']))
+    vanilla, ours = rows[0][1], rows[1][1]
+    print('vanilla / plasmid: wall %.2fx, CPU %.2fx' % (
+        vanilla['median'] / ours['median'], vanilla['cpu'] / ours['cpu']))
+    print('# load avg at the end: %s'
+          % ' '.join('%.2f' % x for x in os.getloadavg()))
+
+
+if __name__ == '__main__':
+    main()
