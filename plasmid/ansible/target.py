@@ -40,7 +40,7 @@ _STALE = {}
 class ZipModules(object):
     """The Python sources of one AnsiballZ zip, compiled once."""
 
-    def __init__(self, digest, files):
+    def __init__(self, files):
         self.root = ROOT
         self.code = {}      # module name -> code object
         self.digests = {}   # module name -> source digest
@@ -153,7 +153,7 @@ def add_zip_files(digest, known, new):
         _FILES[hashlib.sha1(content).hexdigest()] = content
         files[path] = content
     if digest not in _ZIPS:
-        _ZIPS[digest] = ZipModules(digest, files)
+        _ZIPS[digest] = ZipModules(files)
         _FORKER.invalidate()  # a spare forked before could not run it
     return len(_ZIPS[digest].code)
 
