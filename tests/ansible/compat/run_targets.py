@@ -23,8 +23,8 @@ A third mode, *plasmid-strategy* (not run by default: ``--modes
 plasmid-strategy``), adds the optional threaded strategy the same way:
 ansible-test also points ANSIBLE_STRATEGY_PLUGINS at
 ``test/support/integration/plugins/strategy``, where ``linear.py`` then is
-plasmid.accel.linear, plus a line that leaves a marker file each time the
-strategy is made: the default strategy name ``linear`` means ours, and the
+plasmid.accel.linear (``STRATEGY_SHIM``), which leaves a marker file each
+time the strategy is made: the default strategy name ``linear`` means ours, and the
 markers prove it ran (targets that choose another strategy, like ``free``,
 run that one).
 
@@ -89,8 +89,6 @@ sys.path.insert(0, os.path.join(REPO, 'tests'))
 
 PLUGIN = os.path.join(REPO, 'ansible_collections', 'plasmid', 'accel',
                       'plugins', 'connection', 'ssh.py')
-STRATEGY_PLUGIN = os.path.join(REPO, 'ansible_collections', 'plasmid', 'accel',
-                               'plugins', 'strategy', 'linear.py')
 SDIST_DIR = '/opt/ansible/sdist'
 VENV_ROOTS = ('/opt/plasmid-ansible', '/opt/ansible')
 DEFAULT_RESULTS = os.path.join(REPO, 'build', 'ansible-compat')
@@ -161,14 +159,31 @@ _os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
     %r, 'broker-%%s.json' %% _uuid.uuid4().hex))
 '''
 
-STRATEGY_MARK = '''
-# Added by tests/ansible/compat/run_targets.py: a marker file per strategy
-# made, which shows that this strategy ran (and whether on threads).
-import os as _os, uuid as _uuid  # noqa: E402
-_Accelerated = StrategyModule
+STRATEGY_SHIM = '''
+# Written by tests/ansible/compat/run_targets.py: in this tree the strategy
+# name "linear" means plasmid.accel.linear.  ansible-core loads this file
+# as ansible.plugins.strategy.linear, the name of the builtin strategy that
+# plasmid's extends: the builtin is loaded under that name first.
+import importlib.util as _util, os as _os, sys as _sys, uuid as _uuid
+import ansible.plugins.strategy as _package
+
+_me = _sys.modules.get(__name__)
+_spec = _util.spec_from_file_location(
+    __name__, _os.path.join(_package.__path__[0], 'linear.py'))
+_builtin = _util.module_from_spec(_spec)
+_sys.modules[__name__] = _builtin
+try:
+    _spec.loader.exec_module(_builtin)
+    from plasmid.ansible.strategy import StrategyModule as _Accelerated
+finally:
+    if _me is not None:
+        _sys.modules[__name__] = _me
 
 
 class StrategyModule(_Accelerated):
+    """A marker file per strategy made: this strategy ran (and whether on
+    threads)."""
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         with open(_os.path.join(%r, 'strategy-%%s.%%s' %% (
@@ -244,21 +259,20 @@ class Tree:
         shutil.rmtree(os.path.join(root, 'test', 'support'), ignore_errors=True)
         if mode != 'vanilla':
             os.makedirs(self.stats_dir, exist_ok=True)
-            self._shim('connection', 'ssh.py', PLUGIN, STATS_LINE)
+            with open(PLUGIN) as handle:
+                text = handle.read()
+            self._shim('connection', 'ssh.py', text + STATS_LINE % self.stats_dir)
         if mode == 'plasmid-strategy':
-            self._shim('strategy', 'linear.py', STRATEGY_PLUGIN, STRATEGY_MARK)
+            self._shim('strategy', 'linear.py', STRATEGY_SHIM % self.stats_dir)
 
-    def _shim(self, kind: str, name: str, plugin: str, addition: str) -> None:
-        """Our plugin's text under a builtin's name where ansible-test
-        looks for the tree's own plugins, plus *addition* (which marks its
-        use in the stats dir)."""
+    def _shim(self, kind: str, name: str, text: str) -> None:
+        """A plugin of ours under a builtin's name, where ansible-test
+        looks for the tree's own plugins."""
         shim_dir = os.path.join(self.root, 'test', 'support', 'integration',
                                 'plugins', kind)
         os.makedirs(shim_dir, exist_ok=True)
-        with open(plugin) as handle:
-            text = handle.read()
         with open(os.path.join(shim_dir, name), 'w') as handle:
-            handle.write(text + addition % self.stats_dir)
+            handle.write(text)
 
     def strategy_runs(self) -> dict:
         """How many times our strategy was made, by kind of worker."""
