@@ -69,7 +69,7 @@ class Client:
             return
         sock = self._try_connect()
         if sock is None:
-            with open(self.lock_path, 'w') as lock:
+            with _START_LOCK, open(self.lock_path, 'w') as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 sock = self._try_connect() or self._start()
         self.sock = sock
@@ -131,6 +131,24 @@ class Client:
                     os.unlink(path)
             except OSError:
                 pass
+
+
+# Threads of one process start the broker one at a time.  A worker forked
+# while a thread held the start-up file lock would inherit its descriptor,
+# keep the lock held and wait for it: the strategy forks holding this.
+_START_LOCK = threading.Lock()
+
+
+def _fresh_start_lock() -> None:
+    global _START_LOCK
+    _START_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_start_lock)
+
+
+def start_lock() -> threading.Lock:
+    return _START_LOCK
 
 
 def start_broker_early() -> None:

@@ -18,6 +18,11 @@ With threads, it also starts the run's broker as soon as the strategy is
 made, while ansible-core prepares the first task, instead of on that
 task's path.
 
+A task with a ``timeout`` still gets a forked worker: ansible-core times
+it with a SIGALRM alarm in the process that runs it, which only a main
+thread may set.  The fork waits until no task thread is loading a plugin
+or starting the broker (``_forking_safely``).
+
 Strategies outside ansible.builtin are deprecated since ansible-core 2.19
 (a warning each run), so this stays an option: the connection plugin
 works without it.
@@ -73,6 +78,15 @@ def _workers_as_threads() -> Iterator[None]:
         strategy_base.WorkerProcess = saved
 
 
+@contextlib.contextmanager
+def _forking_safely() -> Iterator[None]:
+    """Fork a worker while no task thread is half-way through loading a
+    plugin or starting the broker: the child would inherit that step
+    unfinished (its locks are made afresh in the child)."""
+    with threadworker.plugin_load_lock(), client.start_lock():
+        yield
+
+
 class StrategyModule(LinearStrategy):
     """linear, with threaded workers and the connection plugin loaded."""
 
@@ -88,5 +102,9 @@ class StrategyModule(LinearStrategy):
     def _queue_task(self, host, task, task_vars, play_context):
         if not self._threaded:
             return super()._queue_task(host, task, task_vars, play_context)
+        if threadworker.needs_own_process(task):
+            with _forking_safely():
+                return super()._queue_task(host, task, task_vars,
+                                           play_context)
         with _workers_as_threads():
             return super()._queue_task(host, task, task_vars, play_context)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import os
 import sys
 import threading
 import traceback
@@ -74,6 +75,30 @@ def supported() -> bool:
 
 
 _PLUGIN_LOAD_LOCK = threading.RLock()
+
+
+def _fresh_plugin_load_lock() -> None:
+    """In a worker forked from a threaded run: the lock as no thread
+    holds it (the strategy forks holding it, so that no plugin is half
+    loaded in the child)."""
+    global _PLUGIN_LOAD_LOCK
+    _PLUGIN_LOAD_LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_plugin_load_lock)
+
+
+def plugin_load_lock() -> threading.RLock:
+    return _PLUGIN_LOAD_LOCK
+
+
+def needs_own_process(task) -> bool:
+    """Whether *task* must run in a forked worker, not on a thread: a
+    task ``timeout`` is a SIGALRM alarm that ansible-core sets in the
+    process running the task, which Python allows on the main thread only
+    ("signal only works in main thread").  Not templated yet here: a
+    template counts as a timeout."""
+    return bool(getattr(task, 'timeout', None))
 
 
 def serialize_plugin_loading() -> None:

@@ -55,3 +55,30 @@ def test_each_release_has_a_known_task_executor_shape(ansible_bin):
 
 def test_an_unknown_shape_is_not_supported(ansible_bin):
     assert run_probe(ansible_bin, FOREIGN_SHAPE).split() == ['None', 'False']
+
+
+# A worker forked from a threaded run gets the locks the strategy forks
+# under as nobody holds them, though another thread held them at the fork.
+FORKED_LOCKS = """
+import os, threading
+from plasmid.ansible import client, threadworker
+held, done = threading.Event(), threading.Event()
+def hold():
+    with threadworker.plugin_load_lock(), client.start_lock():
+        held.set()
+        done.wait()
+threading.Thread(target=hold).start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    free = threadworker.plugin_load_lock().acquire(timeout=2) and \\
+        client.start_lock().acquire(timeout=2)
+    os._exit(0 if free else 1)
+_, status = os.waitpid(pid, 0)
+done.set()
+print(os.WEXITSTATUS(status))
+"""
+
+
+def test_a_forked_worker_starts_with_free_locks(ansible_bin):
+    assert run_probe(ansible_bin, FORKED_LOCKS).strip() == '0'
