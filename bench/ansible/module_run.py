@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -84,20 +83,15 @@ def record_script(venv: str, python: str, args: str, work: str) -> bytes:
         return handle.read()
 
 
-def children_usage() -> tuple[float, int]:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime, usage.ru_minflt
-
-
 def time_vanilla(python: str, script: bytes, runs: int) -> dict:
     walls = []
-    cpu0, faults0 = children_usage()
+    cpu0, faults0 = module_run_fns.children_usage()
     for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run([python], input=script, capture_output=True)
         walls.append(time.perf_counter() - started)
         assert done.returncode == 0, done.stderr
-    cpu1, faults1 = children_usage()
+    cpu1, faults1 = module_run_fns.children_usage()
     return summary(walls, (cpu1 - cpu0) / runs, (faults1 - faults0) / runs)
 
 
