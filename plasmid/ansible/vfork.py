@@ -43,12 +43,14 @@ def _code_key(fn):
             code.co_argcount)
 
 
+_KNOWN_SHAPE = _code_key(_umask_only_shape())
+
+
 def umask_of(fn):
     """The umask *fn* would set (None: none), if *fn* is run_command's
     umask-only preexec; else raise ValueError."""
     if getattr(fn, '__qualname__', None) != QUALNAME or \
-            not hasattr(fn, '__code__') or \
-            _code_key(fn) != _code_key(_umask_only_shape()):
+            not hasattr(fn, '__code__') or _code_key(fn) != _KNOWN_SHAPE:
         raise ValueError('not run_command\'s umask-only preexec_fn')
     return fn.__closure__[0].cell_contents or None
 
