@@ -104,19 +104,13 @@ def _read_trusted(where: str, path: str) -> Optional[bytes]:
     except OSError:
         return None
     try:
-        if not _private(os.fstat(fd)):
-            LOG.warning('not using %s: another user may write it', path)
-            return None
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b''.join(chunks)
-            chunks.append(chunk)
+        with os.fdopen(fd, 'rb') as handle:
+            if not _private(os.fstat(fd)):
+                LOG.warning('not using %s: another user may write it', path)
+                return None
+            return handle.read()
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def _store(where: str, path: str, data: bytes) -> bool:
