@@ -265,11 +265,14 @@ class Tree:
         if mode == 'plasmid-strategy':
             self._shim('strategy', 'linear.py', STRATEGY_SHIM % self.stats_dir)
 
+    def plugin_dir(self, kind: str) -> str:
+        """Where ansible-test looks for the tree's own plugins of *kind*."""
+        return os.path.join(self.root, 'test', 'support', 'integration',
+                            'plugins', kind)
+
     def _shim(self, kind: str, name: str, text: str) -> None:
-        """A plugin of ours under a builtin's name, where ansible-test
-        looks for the tree's own plugins."""
-        shim_dir = os.path.join(self.root, 'test', 'support', 'integration',
-                                'plugins', kind)
+        """A plugin of ours under a builtin's name, in plugin_dir(kind)."""
+        shim_dir = self.plugin_dir(kind)
         os.makedirs(shim_dir, exist_ok=True)
         with open(os.path.join(shim_dir, name), 'w') as handle:
             handle.write(text)
@@ -501,8 +504,7 @@ def connection_suite(venv: str, tree: Tree, port: int, key: str,
         env['PLASMID_ANSIBLE_STATS'] = os.path.join(tree.stats_dir, 'broker-connection.json')
     if tree.mode == 'plasmid-strategy':
         # test.sh runs ansible-playbook itself, which does take these.
-        env['ANSIBLE_STRATEGY_PLUGINS'] = os.path.join(
-            tree.root, 'test', 'support', 'integration', 'plugins', 'strategy')
+        env['ANSIBLE_STRATEGY_PLUGINS'] = tree.plugin_dir('strategy')
         env['ANSIBLE_STRATEGY'] = 'linear'
     argv = ['bash', './test.sh', '-e', 'target_hosts=ssh', '-e', 'action_prefix=',
             '-e', 'local_tmp=/tmp/ansible-local', '-e', 'remote_tmp=/tmp/ansible-remote']
