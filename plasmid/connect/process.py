@@ -1,26 +1,24 @@
 """Start a child process wired up with pipes (and a tty when needed)."""
 from __future__ import absolute_import
+import fcntl
 import os
 import signal
 import subprocess
+import sys
+import termios
 
 from plasmid.core.errors import ConnectError
 from plasmid.core.loop import widen_pipe
 
 
-def _ignore_interrupts():
-    # A Ctrl-C at the master's terminal is the master's business: it shuts
-    # its contexts down itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class Process(object):
     """A spawned program with its stdin, stdout, stderr and optional tty.
 
-    The child gets a session of its own.  With *tty*, that session's
-    controlling terminal is a fresh pty, which is where ssh and su ask for
-    passwords; without one, a program that wants to prompt fails instead
-    of hanging.
+    The child gets a session of its own, which keeps it off the master's
+    terminal: a Ctrl-C there is the master's business (it shuts its
+    contexts down itself).  With *tty*, that session's controlling
+    terminal is a fresh pty, which is where ssh and su ask for passwords;
+    without one, a program that wants to prompt fails instead of hanging.
     """
 
     def __init__(self, argv, tty=False):
@@ -34,17 +32,11 @@ class Process(object):
             self.tty_fd, tty_slave = os.openpty()
             _disable_echo(tty_slave)
 
-        def prepare():
-            os.setsid()
-            _ignore_interrupts()
-            if tty_slave is not None:
-                import fcntl
-                import termios
-                fcntl.ioctl(tty_slave, termios.TIOCSCTTY, 0)
         try:
             self.popen = subprocess.Popen(
                 argv, stdin=pipes[0][0], stdout=pipes[1][1],
-                stderr=pipes[2][1], close_fds=True, preexec_fn=prepare)
+                stderr=pipes[2][1], close_fds=True,
+                **_session_arguments(tty_slave))
         except OSError as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
@@ -89,8 +81,27 @@ class Process(object):
                 pass
 
 
+def _session_arguments(tty_slave):
+    """Popen's arguments for a child in a session of its own.
+
+    Without a terminal, ``start_new_session`` lets Python 3.10+ start the
+    child by vfork: no copy of this (often large, threaded) process, and no
+    Python code run in a forked copy of a process with threads, where a
+    lock another thread held at the fork stays held.  A controlling
+    terminal needs ``TIOCSCTTY`` in the child, so that rare case (password
+    prompts) keeps a ``preexec_fn``, which imports nothing.
+    """
+    if tty_slave is None and sys.version_info >= (3, 2):
+        return {'start_new_session': True}
+
+    def prepare():
+        os.setsid()
+        if tty_slave is not None:
+            fcntl.ioctl(tty_slave, termios.TIOCSCTTY, 0)
+    return {'preexec_fn': prepare}
+
+
 def _disable_echo(fd):
-    import termios
     attrs = termios.tcgetattr(fd)
     attrs[3] &= ~termios.ECHO
     termios.tcsetattr(fd, termios.TCSANOW, attrs)
