@@ -13,8 +13,6 @@ Run as ``python -m plasmid.ansible.broker SOCKET WATCH_PID``; prints
 from __future__ import annotations
 
 import collections
-import hashlib
-import io
 import json
 import logging
 import os
@@ -23,12 +21,10 @@ import struct
 import sys
 import threading
 import time
-import zipfile
-import zlib
 from typing import Any, Optional
 
 import plasmid
-from plasmid.ansible import target, wire
+from plasmid.ansible import target, wire, zips
 from plasmid.ansible.client import Client
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 
@@ -197,30 +193,6 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def _digest(content: bytes) -> str:
-    return hashlib.sha1(content).hexdigest()
-
-
-def _split_zip(data: bytes, held: set) -> tuple[dict, dict, set]:
-    """The files of a module's zip: those the context holds already, by
-    content digest; the others, zlib-compressed; and their digests."""
-    known: dict[str, str] = {}
-    new: dict[str, bytes] = {}
-    new_digests: set[str] = set()
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for path in archive.namelist():
-            if path.endswith('/'):
-                continue
-            content = archive.read(path)
-            digest = _digest(content)
-            if digest in held:
-                known[path] = digest
-            else:
-                new[path] = zlib.compress(content, 6)
-                new_digests.add(digest)
-    return known, new, new_digests
-
-
 def _account_removed(job: dict) -> Optional[str]:
     """The account a module run deletes, if it is one that does."""
     if job['module_fqn'].rpartition('.')[2] not in ACCOUNT_REMOVERS:
@@ -240,6 +212,7 @@ class Broker:
 
     def __init__(self, router: plasmid.Router) -> None:
         self.pool = Pool(router)
+        self.zips = zips.ZipStore()
         # What crossed to the targets, for tests and benchmarks: module
         # runs, shell commands (hosted or as given), zips, files, contexts.
         self.counts: collections.Counter = collections.Counter()
@@ -394,19 +367,23 @@ class Broker:
                     data: Optional[bytes]) -> None:
         if digest in found.zips:
             return
-        if data is None:
-            raise ZipWanted()
+        files = self.zips.get(digest)
+        if files is None:
+            if data is None:
+                raise ZipWanted()
+            files = self.zips.add(digest, data)
+            self.counts['zips_received'] += 1
         with found.lock:
             if digest not in found.zips:
-                known, new, new_digests = _split_zip(data, found.files)
+                part = zips.split(files, found.files)
                 self._call_ahead_of(found, target.add_zip_files, digest,
-                                    known, new)
+                                    part.known, part.new)
                 found.zips.add(digest)
-                found.files.update(new_digests)
+                found.files.update(part.new_digests)
                 self.counts['zips_sent'] += 1
-                self.counts['zip_files_reused'] += len(known)
-                self.counts['zip_bytes_sent'] += sum(len(p)
-                                                     for p in new.values())
+                self.counts['zip_files_reused'] += len(part.known)
+                self.counts['zip_bytes_sent'] += sum(
+                    len(p) for p in part.new.values())
 
     def run_shell(self, spec: dict, python: Optional[str], command: str,
                   in_data: Optional[bytes], prompt: Optional[bytes],

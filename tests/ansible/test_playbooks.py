@@ -82,10 +82,13 @@ def test_become_tasks_share_two_interpreters(ansible_bin, ansible_account,
     assert stdout['as root 0'] == 'root'
     assert stdout['as login 0'] == ansible_account
     # One login interpreter and one sudo interpreter for the whole run;
-    # the command module's payload went once to each of them.
+    # the command module's payload went once to each of them, and the
+    # broker asked a worker for it once: the login context got it from
+    # the broker's store.
     assert ours.stats['contexts'] == 2, ours.stats
     assert ours.stats['module_runs'] == 12, ours.stats
     assert ours.stats['zips_sent'] == 2, ours.stats
+    assert ours.stats['zips_received'] == 1, ours.stats
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
 
 
