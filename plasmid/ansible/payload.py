@@ -23,29 +23,33 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import string
 from typing import Any, Optional
 
 MARKER = b'_ansiballz_main'
-_CALL = '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
+_CALL = b'\nif __name__ == "__main__":\n    _ansiballz_main(\n'
 # The wrapper's keyword arguments we know how to pass on (2.22 added
 # secrets); a call with any other is a shape we do not know.
 _LOADER_KEYS = {'zip_data', 'ansible_module', 'module_fqn', 'params',
                 'profile', 'date_time', 'extensions', 'rlimit_nofile',
                 'secrets'}
+_BASE64_ALPHABET = (string.ascii_letters + string.digits + '+/=').encode()
 _FROZENSET = re.compile(r'frozenset\((.*)\)')
-_LEGACY = {
-    'zip_data': re.compile(r"^    ZIPDATA = ('[^'\n]*')$", re.M),
-    'params': re.compile(r"^    ANSIBALLZ_PARAMS = ('.*')$", re.M),
-    'module_fqn': re.compile(r"runpy\.run_module\(mod_name=('[\w.]+'), "
-                             r"init_globals=dict"),
-}
-_LEGACY_NOFILE = re.compile(r"requested_soft = min\(existing_hard, (\d+)\)")
+# 2.18's template: the lines that carry the zip and the arguments, each
+# found with bytes.find (a regex would scan the 100 KiB literal per search)
+_LEGACY_LINES = {'zip_data': b"\n    ZIPDATA = ",
+                 'params': b"\n    ANSIBALLZ_PARAMS = "}
+_LEGACY_FQN = (b"runpy.run_module(mod_name=",
+               re.compile(rb"runpy\.run_module\(mod_name=('[\w.]+'), "
+                          rb"init_globals=dict"))
+_LEGACY_NOFILE = (b"requested_soft = min(existing_hard, ",
+                  re.compile(rb"requested_soft = min\(existing_hard, (\d+)\)"))
 
 
 class ModuleJob:
     """What target.run_module needs, and the zip it runs from."""
 
-    def __init__(self, style: str, interpreter: str, zip_text: str,
+    def __init__(self, style: str, interpreter: str, zip_b64: bytes,
                  module_fqn: str, params: bytes,
                  profile: Optional[str] = None,
                  extensions: Optional[dict] = None,
@@ -53,10 +57,10 @@ class ModuleJob:
                  secrets: Optional[list] = None) -> None:
         self.style = style              # 'loader' or 'legacy'
         self.interpreter = interpreter  # from the shebang
-        self.zip_text = zip_text        # base64, as in the script
+        self.zip_b64 = zip_b64          # base64, as in the script
         # Names the payload; computed from the text, so that a worker
         # whose context has the zip never decodes it.
-        self.digest = hashlib.sha1(zip_text.encode('ascii')).hexdigest()
+        self.digest = hashlib.sha1(zip_b64).hexdigest()
         self.module_fqn = module_fqn
         self.params = params
         self.profile = profile
@@ -67,7 +71,7 @@ class ModuleJob:
 
     @property
     def zip_data(self) -> bytes:
-        return base64.b64decode(self.zip_text, validate=True)
+        return base64.b64decode(self.zip_b64, validate=True)
 
     def to_target(self, env: dict) -> dict:
         job: dict[str, Any] = {
@@ -83,46 +87,59 @@ class ModuleJob:
 
 
 def parse(script: bytes) -> Optional[ModuleJob]:
-    """The job inside a pipelined AnsiballZ script, or None."""
-    if MARKER not in script[:65536] or not script.startswith(b'#!'):
+    """The job inside a pipelined AnsiballZ script, or None.
+
+    The script is ~150 KiB, nearly all of it the zip's base64 literal, and
+    this runs for every task: it is read as bytes, by position, so that
+    the literal is never copied into a string.
+    """
+    if not script.startswith(b'#!') or script.find(MARKER, 0, 65536) < 0:
         return None
+    newline = script.find(b'\n')
     try:
-        text = script.decode('utf-8')
+        interpreter = script[2:newline].decode('utf-8').strip()
     except UnicodeDecodeError:
         return None
-    shebang, _, body = text.partition('\n')
-    interpreter = shebang[2:].strip()
-    if not interpreter or ' ' in interpreter or 'import coverage' in body:
+    if not interpreter or ' ' in interpreter or \
+            script.find(b'import coverage', newline) >= 0:
         return None
-    if _CALL in body:
-        job = _parse_loader(body, interpreter)
-    else:
-        job = _parse_legacy(body, interpreter)
-    return job
+    call = script.rfind(_CALL)
+    if call >= 0:
+        return _parse_loader(script, call + len(_CALL), interpreter)
+    return _parse_legacy(script, interpreter)
 
 
 def _literal(text: str) -> Any:
+    """A quoted literal's value: a plain one (no escapes, as repr() writes
+    most of the wrapper's) read directly, anything else parsed."""
+    text = text.strip()
+    quote = text[:1]
+    if quote in ('"', "'") and len(text) >= 2 and text[-1] == quote and \
+            '\\' not in text and quote not in text[1:-1]:
+        return text[1:-1]
     import ast  # only when a module runs: workers import this per task
     return ast.literal_eval(text)
 
 
-_BASE64 = re.compile(r"(['\"])([A-Za-z0-9+/=]*)\1")
-
-
-def _base64_literal(text: str) -> str:
-    """The base64 text of a quoted literal.  The zip's literal is most of
-    the script: matched, not parsed (literal_eval would compile 100 KiB of
-    it every task)."""
-    match = _BASE64.fullmatch(text.strip())
-    if match is None:
+def _base64_span(script: bytes, start: int, end: int) -> bytes:
+    """The base64 text of the quoted literal in ``script[start:end]``.
+    Matched, not parsed: literal_eval would compile 100 KiB of it."""
+    while start < end and script[start] in b' \t':
+        start += 1
+    while end > start and script[end - 1] in b' \t\r':
+        end -= 1
+    quote = script[start:start + 1]
+    if quote not in (b"'", b'"') or end - start < 2 or \
+            script[end - 1:end] != quote:
+        raise ValueError('not a quoted literal')
+    text = script[start + 1:end - 1]
+    if text.translate(None, _BASE64_ALPHABET):
         raise ValueError('not a base64 literal')
-    return match.group(2)
+    return text
 
 
 def _argument_value(key: str, text: str) -> Any:
     """The value of one of the wrapper's arguments, from its literal."""
-    if key == 'zip_data':
-        return _base64_literal(text)
     if key == 'secrets':  # frozenset() or frozenset({'...', ...})
         match = _FROZENSET.fullmatch(text.strip())
         if match is None:
@@ -131,26 +148,44 @@ def _argument_value(key: str, text: str) -> Any:
     return _literal(text)
 
 
-def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
+def _loader_arguments(script: bytes, start: int) -> Optional[dict]:
+    """The keyword arguments of the wrapper's call, one per line from
+    *start*; None if one is new to us or unreadable."""
     args: dict[str, Any] = {}
-    for line in body.rpartition(_CALL)[2].splitlines():
-        key, sep, value = line.partition('=')
-        if not sep:
-            continue
-        if key not in _LOADER_KEYS:
-            return None  # a newer wrapper: run it as it is
-        if key == 'date_time':
-            continue  # only used to date a file inside the zip
-        try:
-            args[key] = _argument_value(key, value.rstrip(','))
-        except (ValueError, SyntaxError):
-            return None
-    if not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
+    end = len(script)
+    while start < end:
+        line_end = script.find(b'\n', start)
+        if line_end < 0:
+            line_end = end
+        equals = script.find(b'=', start, line_end)
+        value_end = line_end - 1 if script[line_end - 1:line_end] == b',' \
+            else line_end
+        if equals >= 0:
+            key = script[start:equals].decode('latin-1')
+            if key not in _LOADER_KEYS:
+                return None  # a newer wrapper: run it as it is
+            try:
+                if key == 'zip_data':
+                    args[key] = _base64_span(script, equals + 1, value_end)
+                elif key != 'date_time':  # only dates a file in the zip
+                    args[key] = _argument_value(key, script[
+                        equals + 1:value_end].decode('utf-8'))
+            except (ValueError, SyntaxError, UnicodeDecodeError):
+                return None
+        start = line_end + 1
+    return args
+
+
+def _parse_loader(script: bytes, start: int,
+                  interpreter: str) -> Optional[ModuleJob]:
+    args = _loader_arguments(script, start)
+    if args is None or \
+            not {'zip_data', 'module_fqn', 'params', 'profile'} <= set(args):
         return None
     if args.get('extensions'):
         return None  # coverage or a debugger: run the wrapper as it is
     return ModuleJob(
-        style='loader', interpreter=interpreter, zip_text=args['zip_data'],
+        style='loader', interpreter=interpreter, zip_b64=args['zip_data'],
         module_fqn=args['module_fqn'],
         params=args['params'].encode('utf-8'), profile=args['profile'],
         extensions=args.get('extensions') or {},
@@ -158,20 +193,38 @@ def _parse_loader(body: str, interpreter: str) -> Optional[ModuleJob]:
         secrets=args.get('secrets'))
 
 
-def _parse_legacy(body: str, interpreter: str) -> Optional[ModuleJob]:
-    found = {}
-    for key, pattern in _LEGACY.items():
-        match = pattern.search(body)
-        if match is None:
-            return None
-        try:
-            found[key] = _argument_value(key, match.group(1))
-        except (ValueError, SyntaxError):
-            return None
-    nofile = _LEGACY_NOFILE.search(body)
-    params = found['params']
+def _line_value(script: bytes, prefix: bytes) -> Optional[tuple[int, int]]:
+    """Where the rest of the line after *prefix* lies, if it is there."""
+    start = script.find(prefix)
+    if start < 0:
+        return None
+    start += len(prefix)
+    end = script.find(b'\n', start)
+    return start, len(script) if end < 0 else end
+
+
+def _found(script: bytes, anchor: bytes,
+           pattern: re.Pattern) -> Optional[re.Match]:
+    """*pattern* matched where *anchor* first occurs."""
+    start = script.find(anchor)
+    return None if start < 0 else pattern.match(script, start)
+
+
+def _parse_legacy(script: bytes, interpreter: str) -> Optional[ModuleJob]:
+    zip_span = _line_value(script, _LEGACY_LINES['zip_data'])
+    params_span = _line_value(script, _LEGACY_LINES['params'])
+    fqn = _found(script, *_LEGACY_FQN)
+    if zip_span is None or params_span is None or fqn is None:
+        return None
+    try:
+        zip_b64 = _base64_span(script, *zip_span)
+        params = _literal(script[slice(*params_span)].decode('utf-8'))
+        module_fqn = _literal(fqn.group(1).decode('utf-8'))
+    except (ValueError, SyntaxError, UnicodeDecodeError):
+        return None
+    nofile = _found(script, *_LEGACY_NOFILE)
     return ModuleJob(
-        style='legacy', interpreter=interpreter, zip_text=found['zip_data'],
-        module_fqn=found['module_fqn'],
+        style='legacy', interpreter=interpreter, zip_b64=zip_b64,
+        module_fqn=module_fqn,
         params=params.encode('utf-8') if isinstance(params, str) else params,
         rlimit_nofile=int(nofile.group(1)) if nofile else 0)

@@ -68,3 +68,24 @@ def test_an_argument_we_do_not_know_falls_back():
     """A newer wrapper may pass what we would drop: run it as it is."""
     text = "'%s'" % base64.b64encode(a_zip()).decode('ascii')
     assert payload.parse(loader_script(text, "flavour='new',\n")) is None
+
+
+def test_argument_literals_read_directly_or_parsed_give_the_same_value():
+    """Plain literals are read without ast; every literal repr() writes
+    must still come back as the value it was made from."""
+    values = ['', 'plain', '{"ANSIBLE_MODULE_ARGS": {"a": [1, "x"]}}',
+              "it's", 'both \' and "', 'back\\slash', 'new\nline',
+              'tab\there', 'ünïcode ✓', "'", '"']
+    for value in values:
+        assert payload._literal(repr(value)) == value, value
+        assert payload._literal('  %r  ' % value) == value, value
+    assert payload._literal("b'bytes'") == b'bytes'
+
+
+def test_the_zip_literal_may_use_either_quote_but_nothing_else():
+    data = a_zip()
+    text = base64.b64encode(data).decode('ascii')
+    job = payload.parse(loader_script('"%s"' % text))
+    assert job is not None and job.zip_data == data
+    assert payload.parse(loader_script("'%s\"" % text)) is None
+    assert payload.parse(loader_script("'%s %s'" % (text, text))) is None
