@@ -17,6 +17,7 @@ inventory written for ``ssh`` works unchanged.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -277,6 +278,13 @@ class Connection(ConnectionBase):
 
 def _split_args(text: str) -> list[str]:
     """ssh options from configuration, without ControlMaster & co."""
+    return list(_split_args_once(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _split_args_once(text: str) -> tuple[str, ...]:
+    # Every task asks again, mostly with the same few strings: shlex is
+    # slow enough to show in a run's profile.
     words = shlex.split(text)
     kept: list[str] = []
     skip = False
@@ -293,7 +301,7 @@ def _split_args(text: str) -> list[str]:
                 option.split('=')[0].strip().lower() in _CONTROL_OPTIONS:
             continue
         kept += [word, option] if skip else [word]
-    return kept
+    return tuple(kept)
 
 
 def _sudo_flags(flags: Optional[str]) -> list[str]:
