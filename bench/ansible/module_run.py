@@ -103,7 +103,7 @@ def time_plasmid(python: str, script: bytes, runs: int) -> dict:
     walls = []
     with plasmid.Router() as router:
         ctx = router.local(python_path=python)
-        ctx.call(target.add_zip_files, job.digest, {}, files)
+        ctx.call(target.add_zip_files, job.digest, {}, files, job.module_fqn)
         to_target = job.to_target({})
         for _ in range(10):  # warm: the context learns what modules use
             rc, out, err = ctx.call(target.run_module, job.digest, to_target)

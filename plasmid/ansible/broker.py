@@ -332,7 +332,7 @@ class Broker:
         if removed and self.pool.retire_account(spec, removed):
             self.counts['contexts_retired'] += 1
         found = self.pool.get(spec, python)
-        self._ensure_zip(found, digest, zip_data)
+        self._ensure_zip(found, digest, zip_data, job['module_fqn'])
         self.counts['module_runs'] += 1
         return self._call(spec, found, target.run_module, digest, job)
 
@@ -364,7 +364,7 @@ class Broker:
         return 0, b'', b''
 
     def _ensure_zip(self, found: Target, digest: str,
-                    data: Optional[bytes]) -> None:
+                    data: Optional[bytes], module_fqn: str) -> None:
         if digest in found.zips:
             return
         files = self.zips.get(digest)
@@ -377,7 +377,7 @@ class Broker:
             if digest not in found.zips:
                 part = zips.split(files, found.files)
                 self._call_ahead_of(found, target.add_zip_files, digest,
-                                    part.known, part.new)
+                                    part.known, part.new, module_fqn)
                 found.zips.add(digest)
                 found.files.update(part.new_digests)
                 self.counts['zips_sent'] += 1

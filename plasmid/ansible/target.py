@@ -23,18 +23,12 @@ import subprocess
 import sys
 import zlib
 
-from plasmid.ansible import forks, vfork
+from plasmid.ansible import forks, vfork, warm
 
 _ZIPS = {}  # digest -> ZipModules
 _FILES = {}  # sha1 of a payload file's content -> the content
 _CODE = {}  # (module name, source digest) -> code object, shared by zips
 ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
-# Modules this context imported itself, so that forks start warm: name ->
-# source digest (None for the target's own modules).
-_WARM = {}
-_COLD = set()  # names that failed to import here: not tried again
-# payload digest -> (size of _WARM then, warm names it carries otherwise)
-_STALE = {}
 
 
 class ZipModules(object):
@@ -141,10 +135,12 @@ class ZipFinder(object):
 
 # ------------------------------------------------------- module payloads
 
-def add_zip_files(digest, known, new):
-    """The files of zip *digest*: *known* maps paths to the digests of
-    contents an earlier zip brought; *new* maps paths to zlib-compressed
-    contents.  Returns how many modules it holds."""
+def add_zip_files(digest, known, new, module_fqn):
+    """The files of zip *digest*, which runs module *module_fqn*: *known*
+    maps paths to the digests of contents an earlier zip brought; *new*
+    maps paths to zlib-compressed contents.  Its shared code is imported
+    here at once, so that even the first module process starts warm.
+    Returns how many modules it holds."""
     files = {}
     for path, content_digest in known.items():
         files[path] = _FILES[content_digest]
@@ -153,8 +149,11 @@ def add_zip_files(digest, known, new):
         _FILES[hashlib.sha1(content).hexdigest()] = content
         files[path] = content
     if digest not in _ZIPS:
-        _ZIPS[digest] = ZipModules(files)
+        modules = _ZIPS[digest] = ZipModules(files)
         _FORKER.invalidate()  # a spare forked before could not run it
+        warm.import_modules(modules, sorted(modules.code),
+                            _payload_finders(modules), module_fqn)
+        warm.fill_process_caches()
     return len(_ZIPS[digest].code)
 
 
@@ -163,18 +162,24 @@ def run_module(digest, job):
     context; return ``(rc, stdout, stderr)`` as bytes, like the pipelined
     interpreter.
 
-    Once the answer is sent, import here what the module imported from
-    the target's own library and the payload's shared code (not the module
-    itself), so that the next fork finds them loaded: a warm template
-    learnt from what modules really use, not from a list kept by hand.
+    Once the answer is sent, import here what the module process imported
+    beyond what this context holds (from the target's own library, mostly),
+    so that the next fork finds it loaded.
     """
     modules = _ZIPS.get(digest)
     if modules is None:
         raise KeyError('module payload %s was never sent here' % digest)
     rc, out, err, imported = _FORKER.run(
-        (digest, job, _stale_names(digest, modules)),
-        then=lambda names: _warm_up(modules, names, job['module_fqn']))
+        (digest, job, warm.stale_names(digest, modules)),
+        then=lambda names: _learn(modules, names, job['module_fqn']))
     return rc, out, err
+
+
+def _learn(modules, imported, module_fqn):
+    if warm.import_modules(modules, imported, _payload_finders(modules),
+                           module_fqn):
+        warm.fill_process_caches()
+        _FORKER.invalidate()  # the next child should start warmer
 
 
 def _run_in_child(payload):
@@ -192,50 +197,12 @@ def fork_counts():
     return dict(_FORKER.counts)
 
 
-def _warm_up(modules, imported, module_fqn):
-    wanted = [n for n in imported if n not in _WARM and n not in _COLD and
-              n != module_fqn and '.modules.' not in n and
-              not n.startswith('__')]
-    if not wanted:
-        return
-    _FORKER.invalidate()  # the next child should start warmer
-    saved = sys.meta_path[:]
-    # Import as the module did: a name missing from the payload and the
-    # target's library must fail here at once, not ask the master.
-    sys.meta_path[:] = _payload_finders(modules)
-    try:
-        for name in wanted:
-            try:
-                __import__(name)
-            except BaseException:  # a failed import must not hurt us
-                _COLD.add(name)
-                continue
-            _WARM[name] = modules.digests.get(name)
-    finally:
-        sys.meta_path[:] = saved
-
-
 def _payload_finders(modules):
     """The payload first, then the target's own finders, without the
     runtime's importer: a module finds what it would under AnsiballZ."""
     return [ZipFinder(modules)] + [
         f for f in sys.meta_path
         if not type(f).__module__.startswith('plasmid.')]
-
-
-def _stale_names(digest, modules):
-    """Warm modules that payload *digest* carries in another version: a
-    module process must import them afresh from its payload.  Worked out
-    here, once per payload and warm set (which only grows), so that the
-    process need not touch every warm module's entry: each touch copies a
-    page after the fork."""
-    known = _STALE.get(digest)
-    if known is None or known[0] != len(_WARM):
-        known = _STALE[digest] = (len(_WARM), [
-            name for name, source in _WARM.items()
-            if source is not None and
-            modules.digests.get(name, source) != source])
-    return known[1]
 
 
 def _forget(names):

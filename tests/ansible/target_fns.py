@@ -1,7 +1,7 @@
 """Run in target contexts by test_target.py (any Python, 2.7 too)."""
 import sys
 
-from plasmid.ansible import target
+from plasmid.ansible import target, warm
 
 
 def import_from_zip(digest, name, attribute):
@@ -24,4 +24,4 @@ def held_files():
 
 
 def warm_modules():
-    return set(target._WARM)
+    return warm.names()

@@ -29,7 +29,7 @@ def test_a_second_zip_reuses_the_files_the_context_holds(version):
         assert ctx.call(target.add_zip_files, 'one', {}, packed({
             'pkg/__init__.py': b'', 'pkg/utils.py': shared,
             'pkg/first.py': b'from pkg.utils import SHARED\nX = SHARED + 1\n',
-        })) == 3
+        }), 'pkg.first') == 3
         held = ctx.call(target_fns.held_files)
         digest = hashlib.sha1(shared).hexdigest()
         init = hashlib.sha1(b'').hexdigest()
@@ -38,7 +38,7 @@ def test_a_second_zip_reuses_the_files_the_context_holds(version):
         assert ctx.call(target.add_zip_files, 'two', {
             'pkg/__init__.py': init, 'pkg/utils.py': digest}, packed({
                 'pkg/second.py': b'from pkg.utils import SHARED\n'
-                                 b'X = SHARED + 2\n'})) == 3
+                                 b'X = SHARED + 2\n'}), 'pkg.second') == 3
         assert ctx.call(target_fns.held_files) == held + 1
         assert ctx.call(target_fns.import_from_zip, 'one', 'pkg.first',
                         'X') == 41
@@ -46,7 +46,7 @@ def test_a_second_zip_reuses_the_files_the_context_holds(version):
                         'X') == 42
         with pytest.raises(plasmid.CallError):
             ctx.call(target.add_zip_files, 'three',
-                     {'pkg/gone.py': 'f' * 40}, {})
+                     {'pkg/gone.py': 'f' * 40}, {}, 'pkg.gone')
 
 
 # A payload as AnsiballZ would carry it: a module, the shared code it
@@ -65,15 +65,22 @@ PROBE_FILES = {
     'ansible/modules/__init__.py': b'',
     'ansible/modules/probe.py': (
         b'import json, os, sys\n'
+        b'WARM = "ansible.module_utils.helper" in sys.modules\n'
         b'from ansible.module_utils import basic, helper\n'
         b'helper.RUNS.append(1)\n'
         b'sys.stdout.write(json.dumps({"pid": os.getpid(),\n'
         b'                             "runs": len(helper.RUNS),\n'
+        b'                             "warm": WARM,\n'
         b'                             "args": basic._ANSIBLE_ARGS.decode()}))\n'
         b'sys.exit(3)\n'),
 }
 PROBE_JOB = {'style': 'legacy', 'module_fqn': 'ansible.modules.probe',
              'params': b'{"x": 1}'}
+
+
+def add_probe(ctx: plasmid.Context) -> None:
+    ctx.call(target.add_zip_files, 'probe', {}, packed(PROBE_FILES),
+             PROBE_JOB['module_fqn'])
 
 
 def run_probe(ctx: plasmid.Context, digest: str = 'probe') -> dict:
@@ -88,7 +95,7 @@ def test_modules_run_in_spare_forks_while_the_context_stays_the_same(
         version):
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
-        ctx.call(target.add_zip_files, 'probe', {}, packed(PROBE_FILES))
+        add_probe(ctx)
         runs = [run_probe(ctx) for _ in range(3)]
         # Every run in a process of its own, starting from the context's
         # state, though the context has imported the helper since.
@@ -101,7 +108,8 @@ def test_modules_run_in_spare_forks_while_the_context_stays_the_same(
             'fresh': 1, 'spare': 2, 'discarded': 0}
         # A new payload: the waiting spare cannot know it.
         ctx.call(target.add_zip_files, 'probe2', {}, packed(dict(
-            PROBE_FILES, **{'ansible/modules/__init__.py': b'# 2\n'})))
+            PROBE_FILES, **{'ansible/modules/__init__.py': b'# 2\n'})),
+            'ansible.modules.probe')
         assert run_probe(ctx, 'probe2')['runs'] == 1
         assert ctx.call(target.fork_counts) == {
             'fresh': 2, 'spare': 2, 'discarded': 1}
@@ -114,10 +122,27 @@ def test_warming_up_asks_the_master_for_no_module(version):
     (three such cost 150 ms per context at 50 ms RTT)."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
-        ctx.call(target.add_zip_files, 'probe', {}, packed(PROBE_FILES))
+        add_probe(ctx)
         run_probe(ctx)
         assert ctx.call(target_fns.warm_modules) >= {
             'ansible.module_utils.helper'}
         requested = ctx.call(importer.stats)['requested']
         assert not [names for names in requested
                     if 'plasmid_test_absent_module' in names]
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.8', '3.13'])
+def test_a_payloads_shared_code_is_imported_before_its_first_run(version):
+    """So the first module process starts warm too.  The module itself
+    (and any module proper) is never imported in the context: it would
+    run there."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        add_probe(ctx)
+        warm = ctx.call(target_fns.warm_modules)
+        assert {'ansible.module_utils.basic',
+                'ansible.module_utils.helper'} <= warm
+        assert 'ansible.modules.probe' not in warm
+        if version != '2.7':  # 2.18+ run modules on 3.8 and later
+            first = run_probe(ctx)
+            assert first['warm'] is True and first['runs'] == 1
