@@ -25,3 +25,18 @@ def held_files():
 
 def warm_modules():
     return warm.names()
+
+
+def current_locale():
+    import locale
+    return locale.setlocale(locale.LC_ALL)
+
+
+def mapping_cache_knows(type_name):
+    """Whether Mapping's ABC caches hold an answer for a built-in type."""
+    import _abc
+    import builtins
+    from collections.abc import Mapping
+    _, cache, negative, _ = _abc._get_dump(Mapping)
+    cls = getattr(builtins, type_name)
+    return any(ref() is cls for ref in set(cache) | set(negative))
