@@ -32,9 +32,11 @@ ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
 
 
 class ZipModules(object):
-    """The Python sources of one AnsiballZ zip, compiled once."""
+    """The Python sources of one AnsiballZ zip, compiled once.  *files*
+    maps paths to contents, *file_digests* paths to the sha1 of those
+    contents (worked out once, as the files arrive)."""
 
-    def __init__(self, files):
+    def __init__(self, files, file_digests):
         self.root = ROOT
         self.code = {}      # module name -> code object
         self.digests = {}   # module name -> source digest
@@ -42,14 +44,13 @@ class ZipModules(object):
         self.files = files  # path inside the zip -> bytes (package data)
         for path, source in self.files.items():
             if path.endswith('.py') and path != 'sitecustomize.py':
-                self._compile(path, source)
+                self._compile(path, source, file_digests[path])
 
-    def _compile(self, path, source):
+    def _compile(self, path, source, digest):
         name = path[:-3].replace('/', '.')
         if name.endswith('.__init__'):
             name = name[:-len('.__init__')]
             self.packages.add(name)
-        digest = hashlib.sha1(source).hexdigest()
         code = _CODE.get((name, digest))
         if code is None:
             code = _CODE[name, digest] = compile(
@@ -142,14 +143,16 @@ def add_zip_files(digest, known, new, module_fqn):
     here at once, so that even the first module process starts warm.
     Returns how many modules it holds."""
     files = {}
+    file_digests = dict(known)
     for path, content_digest in known.items():
         files[path] = _FILES[content_digest]
     for path, packed in new.items():
         content = zlib.decompress(packed)
-        _FILES[hashlib.sha1(content).hexdigest()] = content
+        file_digests[path] = hashlib.sha1(content).hexdigest()
+        _FILES[file_digests[path]] = content
         files[path] = content
     if digest not in _ZIPS:
-        modules = _ZIPS[digest] = ZipModules(files)
+        modules = _ZIPS[digest] = ZipModules(files, file_digests)
         _FORKER.invalidate()  # a spare forked before could not run it
         warm.import_modules(modules, sorted(modules.code),
                             _payload_finders(modules), module_fqn)
