@@ -59,6 +59,11 @@ class ZipWanted(Exception):
     sends it again with the zip."""
 
 
+class RunFromScript(Exception):
+    """The module must run from its AnsiballZ script, not from RAM
+    (``zips.needs_disk``): the worker runs the script as a command."""
+
+
 class Target:
     """One context and what it holds."""
 
@@ -246,6 +251,8 @@ class Broker:
             return ('error', 'become', str(exc))
         except ZipWanted:
             return ('error', 'zip-wanted', '')
+        except RunFromScript:
+            return ('error', 'from-script', '')
         except ConnectError as exc:
             return ('error', 'connect', str(exc))
         except ContextLost as exc:
@@ -331,8 +338,12 @@ class Broker:
         removed = _account_removed(job)
         if removed and self.pool.retire_account(spec, removed):
             self.counts['contexts_retired'] += 1
+        files = self._zip_files(digest, zip_data)
+        if zips.needs_disk(files):
+            self.counts['modules_from_script'] += 1
+            raise RunFromScript()
         found = self.pool.get(spec, python)
-        self._ensure_zip(found, digest, zip_data, job['module_fqn'])
+        self._ensure_zip(found, digest, files, job['module_fqn'])
         self.counts['module_runs'] += 1
         return self._call(spec, found, target.run_module, digest, job)
 
@@ -363,16 +374,22 @@ class Broker:
         self._defer(spec, target.run_shell_checked, command)
         return 0, b'', b''
 
-    def _ensure_zip(self, found: Target, digest: str,
-                    data: Optional[bytes], module_fqn: str) -> None:
-        if digest in found.zips:
-            return
+    def _zip_files(self, digest: str,
+                   data: Optional[bytes]) -> list[zips.PayloadFile]:
+        """The files of payload *digest*; asks the worker for the zip the
+        first time (and again if the store has let it go)."""
         files = self.zips.get(digest)
         if files is None:
             if data is None:
                 raise ZipWanted()
             files = self.zips.add(digest, data)
             self.counts['zips_received'] += 1
+        return files
+
+    def _ensure_zip(self, found: Target, digest: str,
+                    files: list[zips.PayloadFile], module_fqn: str) -> None:
+        if digest in found.zips:
+            return
         with found.lock:
             if digest not in found.zips:
                 part = zips.split(files, found.files)

@@ -5,7 +5,9 @@ context per (host, account, interpreter) for the whole run:
 
 * a pipelined new-style Python module runs from RAM in the context of the
   become user (``target.run_module``): no ssh session, no sudo, no new
-  interpreter and no temp files per task;
+  interpreter and no temp files per task; one that may respawn itself
+  under another interpreter (apt, dnf) runs its script instead, in the
+  same context (``zips.needs_disk``);
 * any other command the become wrapper surrounds runs through ``/bin/sh``
   in that same context; commands without become in the login context;
 * a command of a shape we do not recognise, or a become method we cannot
@@ -49,6 +51,11 @@ _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
 
 class _ZipWanted(Exception):
     """The broker has no copy of a module's payload: send it."""
+
+
+class _RunFromScript(Exception):
+    """The module must run from its script, as a command (it may respawn
+    itself under another interpreter, which needs its payload on disk)."""
 
 
 class Connection(ConnectionBase):
@@ -126,6 +133,8 @@ class Connection(ConnectionBase):
         except BrokerError as exc:
             if exc.kind == 'zip-wanted':
                 raise _ZipWanted() from None
+            if exc.kind == 'from-script':
+                raise _RunFromScript() from None
             raise _ansible_error(exc, self.become) from None
 
     # --------------------------------------------------------- running
@@ -147,7 +156,10 @@ class Connection(ConnectionBase):
         job = payload.parse(in_data) if in_data and parsed.interpreter \
             else None
         if job is not None and job.interpreter == parsed.interpreter:
-            return self._run_module(spec, job, parsed.env)
+            try:
+                return self._run_module(spec, job, parsed.env)
+            except _RunFromScript:
+                pass  # the script below, in the same context
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
@@ -158,7 +170,8 @@ class Connection(ConnectionBase):
     def _run_module(self, spec: dict, job: payload.ModuleJob,
                     env: dict) -> tuple:
         """Ask for the run by the payload's digest; send the zip itself
-        only when the context lacks it (once per context and module)."""
+        only when the broker lacks it (once per run and module).  Raises
+        _RunFromScript for a module that must run from its script."""
         to_target = job.to_target(env)
         try:
             return tuple(self._call('module', spec, job.interpreter,

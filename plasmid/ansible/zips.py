@@ -21,6 +21,13 @@ from typing import NamedTuple, Optional
 # is asked for again, so the bound costs time, never correctness.
 KEEP = 64
 
+# A module that may re-run itself under another interpreter
+# (``respawn_module``: apt, dnf, package_facts, ...) gives that interpreter
+# the path of its payload on disk, and probes interpreters with that path
+# on PYTHONPATH.  A payload held in RAM has no such path, so a zip that
+# carries this file runs from its script, as vanilla runs it.
+RESPAWN = 'ansible/module_utils/common/respawn.py'
+
 
 class PayloadFile(NamedTuple):
     path: str
@@ -51,6 +58,11 @@ def read_files(data: bytes) -> list[PayloadFile]:
             files.append(PayloadFile(path, content_digest(content),
                                  zlib.compress(content, 6)))
     return files
+
+
+def needs_disk(files: list[PayloadFile]) -> bool:
+    """Whether the module must run from its script (see RESPAWN)."""
+    return any(entry.path == RESPAWN for entry in files)
 
 
 def split(files: list[PayloadFile], held: set) -> Split:

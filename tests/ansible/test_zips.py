@@ -53,3 +53,11 @@ def test_the_store_splits_a_zip_once_and_keeps_the_last_ones():
     assert store.get('b') is None
     assert store.get('a') is first
     assert store.get('c') is not None
+
+
+def test_a_zip_that_can_respawn_needs_the_disk():
+    plain = zips.read_files(make_zip(FILES))
+    assert not zips.needs_disk(plain)
+    respawning = zips.read_files(make_zip(dict(FILES, **{
+        zips.RESPAWN: b'def respawn_module(path):\n    pass\n'})))
+    assert zips.needs_disk(respawning)
