@@ -24,7 +24,7 @@ import time
 from typing import Any, Optional
 
 import plasmid
-from plasmid.ansible import target, wire, zips
+from plasmid.ansible import hangup, target, wire, zips
 from plasmid.ansible.client import Client
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 
@@ -175,6 +175,26 @@ class Pool:
         login = _freeze(spec['ssh'])
         return self._shut_down(lambda key: key[0] == login)
 
+    def abandon(self, spec: dict, busy) -> int:
+        """Forget the contexts of *spec*'s login: one of them runs a call
+        whose worker has gone (future *busy*).  They are shut down once it
+        finishes (or with the run); the next task starts afresh, as its
+        vanilla counterpart opens a new ssh session."""
+        login = _freeze(spec['ssh'])
+        with self.lock:
+            doomed = [(k, t) for k, t in self.targets.items()
+                      if k[0] == login]
+            for key, _ in doomed:
+                del self.targets[key]
+        # A login context takes the contexts it started down with it.
+        logins = {id(t): t for k, t in doomed if k[2] is None}.values()
+
+        def shut_down(_future) -> None:
+            for found in logins:
+                found.context.shutdown(wait=False)
+        busy.add_done_callback(shut_down)
+        return len(doomed)
+
     def _shut_down(self, chosen) -> int:
         """Shut down the contexts whose keys *chosen* picks, become
         contexts before the login contexts they run under."""
@@ -224,6 +244,7 @@ class Broker:
         # pids of the processes that sent requests: one per forked worker,
         # or only ansible-playbook itself when its tasks run on threads.
         self.client_pids: set[int] = set()
+        self._local = threading.local()  # per worker thread: its watch
         self.ops = {
             'module': self.run_module, 'shell': self.run_shell,
             'put': self.put, 'fetch': self.fetch, 'size': self.size,
@@ -234,14 +255,17 @@ class Broker:
 
     def serve(self, conn: socket.socket) -> None:
         pid = peer_pid(conn)
-        with conn:
-            while True:
-                try:
+        watch = self._local.watch = hangup.HangupWatch(conn)
+        try:
+            with conn:
+                while True:
                     request = wire.receive(conn)
-                except (wire.BrokerGone, OSError):
-                    return
-                self.client_pids.add(pid)
-                wire.send(conn, self.answer(request))
+                    self.client_pids.add(pid)
+                    wire.send(conn, self.answer(request))
+        except (wire.BrokerGone, OSError, hangup.WorkerGone):
+            return  # the worker is gone: nobody to answer
+        finally:
+            watch.close()
 
     def answer(self, request: Any) -> tuple:
         try:
@@ -249,6 +273,8 @@ class Broker:
             return ('ok', self.ops[op](*args))
         except BecomeFailed as exc:
             return ('error', 'become', str(exc))
+        except hangup.WorkerGone:
+            raise
         except ZipWanted:
             return ('error', 'zip-wanted', '')
         except RunFromScript:
@@ -294,10 +320,10 @@ class Broker:
         login = self._login(spec)
         self.counts['round_trips'] += 1
         if found is login or not login.deferred:
-            result = found.context.call(func, *args)
+            call = found.context.call_async(func, *args)
         elif found.context.via is login.context:
-            result = login.context.call(target.relay, found.context,
-                                        func.__name__, args)
+            call = login.context.call_async(target.relay, found.context,
+                                            func.__name__, args)
             self.counts['relayed'] += 1
         else:
             # Another login interpreter started *found*: only its parent
@@ -305,10 +331,27 @@ class Broker:
             for future in list(login.deferred):
                 future.result()
             self.counts['round_trips'] += 1
-            result = found.context.call(func, *args)
+            call = found.context.call_async(func, *args)
+        result = self._result(spec, call)
         for sent in {id(login): login, id(found): found}.values():
             self._check_deferred(sent)
         return result
+
+    def _result(self, spec: dict, call) -> Any:
+        """The result of *call*, unless the worker that asked for it hangs
+        up first (its task ran past ``timeout:``).  The call then goes on
+        in its context, as the command goes on under vanilla, and the
+        login's contexts leave the pool: the host's next task starts
+        afresh instead of queueing behind it."""
+        watch = getattr(self._local, 'watch', None)
+        if watch is not None:
+            try:
+                watch.wait(call)
+            except hangup.WorkerGone:
+                self.counts['calls_abandoned'] += 1
+                self.pool.abandon(spec, call)
+                raise
+        return call.result()
 
     def _call_ahead_of(self, found: Target, func, *args: Any) -> None:
         """Send a call that the next call to *found* needs done first: the

@@ -110,6 +110,12 @@ class Client:
         except (OSError, wire.BrokerGone) as exc:
             self.close()
             raise BrokerError('broker', 'lost the plasmid broker: %s' % exc)
+        except BaseException:
+            # Interrupted mid-call (a task's timeout raises in here): the
+            # answer must not be read as the next call's.  Hanging up also
+            # tells the broker that nobody waits for this one.
+            self.close()
+            raise
         if answer[0] == 'ok':
             return answer[1]
         raise BrokerError(answer[1], answer[2])

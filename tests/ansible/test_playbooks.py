@@ -192,6 +192,42 @@ def test_tasks_with_a_timeout_match_vanilla_under_the_strategy(
     assert threaded.stats['client_processes'] == 4, threaded.stats
 
 
+# A command that outlives its task's timeout goes on running on the host,
+# as under vanilla; the host's next tasks must not wait for it.
+ORPHANED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a long command past its timeout
+      command: sleep 41.5
+      timeout: 1
+      ignore_errors: true
+    - name: next, without waiting for it
+      command: echo after
+    - name: and as root
+      command: id -un
+      become: true
+"""
+
+
+@pytest.mark.parametrize('mode', ['plugin', 'strategy'])
+def test_a_timed_out_command_does_not_hold_up_the_next_task(
+        ansible_bin, ansible_account, sshd, tmp_path, mode):
+    inv = inventory(sshd, ansible_account)
+    try:
+        vanilla = run_playbook(ansible_bin, tmp_path, ORPHANED, inv, False)
+        ours = run_playbook(ansible_bin, tmp_path, ORPHANED, inv, True,
+                            STRATEGY if mode == 'strategy' else None)
+        assert_same(vanilla, ours)
+        # The worker hung up on its call, and the host's next tasks got a
+        # new login context (and become context) instead of the busy one.
+        assert ours.stats['calls_abandoned'] == 1, ours.stats
+        assert ours.stats['contexts'] == 3, ours.stats
+        assert ours.stats['module_runs'] == 3, ours.stats
+    finally:
+        subprocess.run(['pkill', '-u', ansible_account, '-f', 'sleep 41.5'])
+
+
 # Several hosts at once on threads: each task's parent block is templated
 # for its own host (a shared one would leak one host's values into
 # another's), and add_host/group_by reach the inventory from a thread.
