@@ -1,6 +1,6 @@
 """plasmid: zero-deploy distributed Python.
 
-Start Python interpreters over ssh, sudo, su or local pipes, call functions
+Start Python interpreters over ssh, sudo, su, doas or local pipes, call functions
 in them, and let the code they need travel on demand.  See README.md.
 
 Names are loaded on first use: a process that needs only part of plasmid

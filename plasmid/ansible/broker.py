@@ -44,6 +44,10 @@ FIND_PYTHON = ['/bin/sh', '-c',
 # behind: such contexts are shut down before the module runs.
 ACCOUNT_REMOVERS = {'user'}
 
+# Become methods the router starts interpreters with (connection.py's
+# HOSTED_BECOME maps plugin names onto these).
+BECOME_METHODS = ('sudo', 'su', 'doas')
+
 # Calls sent ahead to one login context that may be on their way at once
 # (file chunks are 4 MiB: 16 MiB in flight keeps a 50 ms link busy at
 # 320 MB/s).
@@ -132,29 +136,28 @@ class Pool:
                             lambda: self._start(spec, login, python, None))
             options = spec['become']
             try:
-                return self._sudo(spec, options, via, python)
+                return self._become(spec, options, via, python)
             except ConnectError as exc:
                 raise BecomeFailed(str(exc)) from None
         ssh = dict(spec['ssh'])
         return self.router.ssh(python_path=python or FIND_PYTHON, **ssh)
 
-    def _sudo(self, spec: dict, options: dict, via: Target,
-              python: Optional[str]) -> plasmid.Context:
-        if options.get('method') == 'su':
-            return self.router.su(
-                via=via.context, username=options.get('username') or 'root',
-                password=options.get('password'),
-                su_args=options.get('flags') or [],
-                su_path=options.get('exe') or None,
-                python_path=python or via.context.python_path,
-                connect_timeout=spec['ssh'].get('connect_timeout') or 30)
-        return self.router.sudo(
-                via=via.context, username=options.get('username') or 'root',
-                password=options.get('password'),
-                sudo_args=options.get('flags') or [],
-                sudo_path=options.get('exe') or None,
-                python_path=python or via.context.python_path,
-                connect_timeout=spec['ssh'].get('connect_timeout') or 30)
+    def _become(self, spec: dict, options: dict, via: Target,
+                python: Optional[str]) -> plasmid.Context:
+        """Start the become user's interpreter with the router method of
+        the same name (sudo, su, doas), whose arguments say the same."""
+        method = options.get('method') or 'sudo'
+        if method not in BECOME_METHODS:
+            raise ValueError('no such become method: %r' % (method,))
+        start = getattr(self.router, method)
+        return start(**{
+            'via': via.context,
+            'username': options.get('username') or 'root',
+            'password': options.get('password'),
+            method + '_args': options.get('flags') or [],
+            method + '_path': options.get('exe') or None,
+            'python_path': python or via.context.python_path,
+            'connect_timeout': spec['ssh'].get('connect_timeout') or 30})
 
     def retire_account(self, spec: dict, username: str) -> int:
         """Shut down the contexts of *spec*'s login that run as become user

@@ -43,7 +43,12 @@ _PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure \
     else AnsibleError
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
-                 'su': 'su', 'ansible.builtin.su': 'su'}
+                 'su': 'su', 'ansible.builtin.su': 'su',
+                 'doas': 'doas', 'community.general.doas': 'doas'}
+# Hosted become methods whose refusals vanilla shows as the failed
+# command's output, not as a become error: a refused start is followed by
+# the command as given, whose failure then reads exactly as vanilla's.
+REFUSED_AS_GIVEN = {'doas'}
 # Options ansible.cfg often carries for vanilla ssh's ControlPersist: each
 # context is one long-lived ssh process, so a control master adds nothing.
 _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
@@ -51,6 +56,11 @@ _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
 
 class _ZipWanted(Exception):
     """The broker has no copy of a module's payload: send it."""
+
+
+class _RefusedAsVanillaShowsIt(Exception):
+    """The become interpreter was refused (REFUSED_AS_GIVEN): run the
+    command as given."""
 
 
 class _RunFromScript(Exception):
@@ -109,8 +119,7 @@ class Connection(ConnectionBase):
                 'method': method,
                 'username': plugin.get_option('become_user') or 'root',
                 'password': plugin.get_option('become_pass') or None,
-                'flags': _sudo_flags(flags) if method == 'sudo'
-                else shlex.split(flags or ''),
+                'flags': _become_flags(method, flags),
                 'exe': plugin.get_option('become_exe') or None,
             }
         return spec
@@ -135,6 +144,9 @@ class Connection(ConnectionBase):
                 raise _ZipWanted() from None
             if exc.kind == 'from-script':
                 raise _RunFromScript() from None
+            if exc.kind == 'become' and self.become is not None and \
+                    HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
+                raise _RefusedAsVanillaShowsIt() from None
             raise _ansible_error(exc, self.become) from None
 
     # --------------------------------------------------------- running
@@ -148,6 +160,13 @@ class Connection(ConnectionBase):
             not parsed.become or self.become.name in HOSTED_BECOME)
         if not hosted:
             return self._run_as_given(cmd, in_data, success, sudoable)
+        try:
+            return self._run_hosted(parsed, in_data, sudoable)
+        except _RefusedAsVanillaShowsIt:
+            return self._run_as_given(cmd, in_data, success, sudoable)
+
+    def _run_hosted(self, parsed: commands.Command, in_data: Optional[bytes],
+                    sudoable: bool) -> tuple:
         spec = self._spec(parsed.become)
         chore = commands.housekeeping(parsed.text) \
             if not parsed.become and not in_data else None
@@ -315,6 +334,15 @@ def _split_args_once(text: str) -> tuple[str, ...]:
             continue
         kept += [word, option] if skip else [word]
     return tuple(kept)
+
+
+def _become_flags(method: str, flags: Optional[str]) -> list[str]:
+    """The plugin's flags for the interpreter's start: sudo's and doas's
+    ``-n`` is ours to add (only where no password is given)."""
+    if method == 'sudo':
+        return _sudo_flags(flags)
+    words = shlex.split(flags or '')
+    return [w for w in words if w != '-n'] if method == 'doas' else words
 
 
 def _sudo_flags(flags: Optional[str]) -> list[str]:

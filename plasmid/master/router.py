@@ -157,6 +157,20 @@ class Router:
                            python_path=self._python(python_path, via),
                            su_args=list(su_args or []), su_path=su_path)
 
+    def doas(self, username: str = 'root', password: Optional[str] = None,
+             via: Optional[MasterContext] = None,
+             python_path: PythonPath = None,
+             doas_args: Optional[Sequence[str]] = None,
+             doas_path: Optional[str] = None, name: Optional[str] = None,
+             connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python as *username* through doas, here or on *via*; a
+        password is typed at doas's prompt on a private terminal."""
+        return self._start('doas', via, name, connect_timeout,
+                           username=username, password=password,
+                           python_path=self._python(python_path, via),
+                           doas_args=list(doas_args or []),
+                           doas_path=doas_path)
+
     @staticmethod
     def _python(python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:

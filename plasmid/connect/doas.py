@@ -1,0 +1,40 @@
+"""A context as another user, through doas on the parent's machine.
+
+doas (OpenBSD's, and OpenDoas on Linux) reads a password from the
+terminal only, never from stdin: with a password the child gets a private
+terminal to be asked on, as ssh does.  Without one, ``-n`` makes doas
+refuse at once where it would have asked, instead of waiting for a
+terminal that is not there.
+"""
+from __future__ import absolute_import
+import re
+
+TTY = None              # decided per connection: only with a password
+EARLY_PAYLOAD = False   # the core follows once the interpreter is up
+# "doas (user@host) password:" (OpenDoas), "doas (user@host) Password:"
+# (older releases), a plain "Password:" where PAM words it.
+PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:\s*$')
+REFUSALS = [
+    (re.compile(br'doas: (Operation not permitted|not permitted)'),
+     'doas does not permit this (see doas.conf)'),
+    (re.compile(br'doas: (Authorization|Authentication) required'),
+     'a password was asked for, but none was given'),
+    (re.compile(br'doas: Authentication failed'),
+     'the password was refused'),
+]
+
+
+def default_name(spec):
+    return 'doas.%s' % (spec.get('username') or 'root')
+
+
+def wants_tty(spec):
+    return spec.get('password') is not None
+
+
+def argv(spec, boot_argv):
+    args = [spec.get('doas_path') or 'doas']
+    if spec.get('password') is None:
+        args.append('-n')
+    args += list(spec.get('doas_args') or [])
+    return args + ['-u', spec.get('username') or 'root', '--'] + boot_argv
