@@ -184,11 +184,7 @@ class Pool:
         finishes (or with the run); the next task starts afresh, as its
         vanilla counterpart opens a new ssh session."""
         login = _freeze(spec['ssh'])
-        with self.lock:
-            doomed = [(k, t) for k, t in self.targets.items()
-                      if k[0] == login]
-            for key, _ in doomed:
-                del self.targets[key]
+        doomed = self._take(lambda key: key[0] == login)
         # A login context takes the contexts it started down with it.
         logins = {id(t): t for k, t in doomed if k[2] is None}.values()
 
@@ -198,13 +194,19 @@ class Pool:
         busy.add_done_callback(shut_down)
         return len(doomed)
 
+    def _take(self, chosen) -> list[tuple[tuple, Target]]:
+        """Remove the contexts whose keys *chosen* picks from the pool;
+        return them with their keys."""
+        with self.lock:
+            taken = [(k, t) for k, t in self.targets.items() if chosen(k)]
+            for key, _ in taken:
+                del self.targets[key]
+        return taken
+
     def _shut_down(self, chosen) -> int:
         """Shut down the contexts whose keys *chosen* picks, become
         contexts before the login contexts they run under."""
-        with self.lock:
-            doomed = [(k, t) for k, t in self.targets.items() if chosen(k)]
-            for key, _ in doomed:
-                del self.targets[key]
+        doomed = self._take(chosen)
         for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
             try:
                 found.context.shutdown(wait=True, timeout=5.0)
