@@ -34,19 +34,13 @@ import os
 from typing import Iterator
 
 from ansible.plugins import strategy as strategy_base
-from ansible.plugins.loader import connection_loader
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
 from ansible.utils.display import Display
 
 from plasmid.ansible import client, threadworker
+from plasmid.ansible.preload import preload_connection
 
-CONNECTION = 'plasmid.accel.ssh'
 WORKERS_ENV = 'PLASMID_ANSIBLE_WORKERS'
-
-
-def preload_connection() -> None:
-    """Import the connection plugin and register its options here."""
-    connection_loader.get(CONNECTION, class_only=True)
 
 
 def use_threads() -> bool:

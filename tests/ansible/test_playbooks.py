@@ -13,6 +13,8 @@ from runner import PASSWORD, inventory, prepare_playbook, run_playbook
 # The optional strategy: linear with each task on a thread of
 # ansible-playbook (plasmid/ansible/threadworker.py).
 STRATEGY = {'ANSIBLE_STRATEGY': 'plasmid.accel.linear'}
+# The optional preload callback, beside the runner's recording one.
+PRELOAD = {'ANSIBLE_CALLBACKS_ENABLED': 'record,plasmid.accel.preload'}
 
 # Keys whose values differ from run to run, vanilla or not.
 VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
@@ -377,6 +379,10 @@ def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
                             STRATEGY, args=('-e', 'run_tag=vanilla'))
     assert_same(vanilla, threaded)
     assert threaded.stats['client_processes'] == 1, threaded.stats
+    (tmp_path / "fetched-vanilla").unlink()
+    preloaded = run_playbook(ansible_bin, tmp_path, PARITY, inv, True,
+                             PRELOAD, args=('-e', 'run_tag=vanilla'))
+    assert_same(vanilla, preloaded)
     # Several modules' zips went to the same contexts: after the first,
     # the module_utils files they share were not sent again.
     assert ours.stats['zips_sent'] > 2, ours.stats

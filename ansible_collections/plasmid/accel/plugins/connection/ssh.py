@@ -173,4 +173,10 @@ options:
       - name: ansible_ssh_timeout
 """
 
+from plasmid.ansible import plugin_options  # noqa: E402
+
+# Before ansible-core parses DOCUMENTATION itself, which costs every forked
+# worker ~10 ms more (see plasmid/ansible/plugin_options.py).
+plugin_options.register('connection', __name__, DOCUMENTATION)
+
 from plasmid.ansible.connection import Connection  # noqa: E402,F401

@@ -1,0 +1,34 @@
+"""Loading the connection plugin in ansible-playbook before its workers
+fork: ``preload_connection`` (the optional strategy calls it) and the
+optional ``plasmid.accel.preload`` callback, which calls it without the
+strategy.
+
+ansible-playbook preloads its builtin connection plugins, never a
+collection's, so with forked workers each task's worker imports
+``plasmid.accel.ssh`` afresh.  A callback is made in ansible-playbook
+itself before the first worker forks: loading the plugin there leaves it,
+and its options, in every worker's copy of the process.
+"""
+from __future__ import annotations
+
+from ansible.plugins.callback import CallbackBase
+from ansible.plugins.loader import connection_loader
+
+CONNECTION = 'plasmid.accel.ssh'
+
+
+def preload_connection() -> None:
+    """Import the connection plugin and register its options here
+    (class_only: the module and its options, no connection object)."""
+    connection_loader.get(CONNECTION, class_only=True)
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = 'aggregate'
+    CALLBACK_NAME = 'plasmid.accel.preload'
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        preload_connection()

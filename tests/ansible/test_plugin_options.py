@@ -1,0 +1,110 @@
+"""plasmid.ansible.plugin_options and the preload callback, on each
+supported release: the connection plugin's options reach ansible-core's
+config manager without ansible-core parsing them again, with the values
+ansible-core's own parse gives, and the callback leaves the plugin loaded
+in the process that forks the workers."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+MODULE_NAME = 'ansible_collections.plasmid.accel.plugins.connection.ssh'
+
+# Every registration of plugin options, then the plugin loaded the way a
+# worker loads it (instantiated, options set, one read back).
+LOAD_AND_RECORD = """
+import json
+from ansible import constants as C
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.loader import connection_loader, init_plugin_loader
+init_plugin_loader()
+registered = []
+initialize = C.config.initialize_plugin_configuration_definitions
+def record(plugin_type, name, defs):
+    registered.append([plugin_type, name])
+    return initialize(plugin_type, name, defs)
+C.config.initialize_plugin_configuration_definitions = record
+connection = connection_loader.get('plasmid.accel.ssh', PlayContext())
+connection.set_options()
+print(json.dumps({'registered': registered,
+                  'load_name': connection._load_name,
+                  'ssh_args': connection.get_option('ssh_args'),
+                  'timeout': connection.get_option('timeout')}))
+"""
+
+# ansible-core's own reading of our documentation against ours.
+COMPARE_PARSES = """
+import json
+from ansible.plugins.loader import (connection_loader, fragment_loader,
+                                    init_plugin_loader)
+from ansible.utils.plugin_docs import get_docstring
+from plasmid.ansible import plugin_options
+init_plugin_loader()
+path = connection_loader.find_plugin('plasmid.accel.ssh')
+theirs = get_docstring(path, fragment_loader)[0]['options']
+module = connection_loader.get('plasmid.accel.ssh', class_only=True)
+import sys
+text = sys.modules[%r].DOCUMENTATION
+ours = plugin_options.parse_options(text)
+print(json.dumps({'theirs': theirs, 'ours': ours}, default=str,
+                 sort_keys=True))
+""" % MODULE_NAME
+
+# The preload callback made as ansible-playbook makes it, then a fork:
+# the child must find the plugin module and its options already loaded.
+FORK_AFTER_PRELOAD = """
+import json, os, sys
+from ansible import constants as C
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+init_plugin_loader()
+if sys.argv[1] == 'preload':
+    callback_loader.get('plasmid.accel.preload')
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    state = {'imported': %r in sys.modules,
+             'options': C.config.has_configuration_definition(
+                 'connection', %r)}
+    os.write(write, json.dumps(state).encode())
+    os._exit(0)
+os.close(write)
+os.waitpid(pid, 0)
+print(os.read(read, 4096).decode())
+""" % (MODULE_NAME, MODULE_NAME)
+
+
+def run_in(ansible_bin: str, code: str, *args: str) -> dict:
+    out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code,
+                          *args], cwd='/', check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_options_are_registered_once_under_ansible_cores_name(ansible_bin):
+    """If a release keeps plugin options under another name than the
+    plugin module's, ansible-core registers them a second time (and parses
+    the documentation again): this fails loudly then."""
+    got = run_in(ansible_bin, LOAD_AND_RECORD)
+    ours = [r for r in got['registered'] if r[0] == 'connection' and
+            'plasmid' in r[1]]
+    assert ours == [['connection', MODULE_NAME]]
+    assert got['load_name'] == MODULE_NAME
+    assert got['ssh_args'] == '-C'
+    assert got['timeout'] == 10
+
+
+def test_options_parse_as_ansible_cores_own_loader_reads_them(ansible_bin):
+    got = run_in(ansible_bin, COMPARE_PARSES)
+    assert got['ours'] == got['theirs']
+    assert 'ssh_args' in got['ours'] and 'become_user' not in got['ours']
+
+
+@pytest.mark.parametrize('mode', ['preload', 'none'])
+def test_preload_callback_loads_the_plugin_before_workers_fork(ansible_bin,
+                                                               mode):
+    got = run_in(ansible_bin, FORK_AFTER_PRELOAD, mode)
+    expected = mode == 'preload'
+    assert got == {'imported': expected, 'options': expected}
