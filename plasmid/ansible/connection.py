@@ -263,23 +263,9 @@ class Connection(ConnectionBase):
         if not os.path.exists(in_path):
             raise AnsibleFileNotFound('file or module does not exist: %s'
                                       % in_path)
-        spec = self._spec(False)
-        offset = 0
-        with open(in_path, 'rb') as source:
-            while True:
-                chunk = source.read(CHUNK)
-                if not chunk and offset:
-                    break
-                # Chunks go ahead without waiting, a few at a time (the
-                # broker bounds them); the last of a large file waits, so
-                # that a failure shows here.  A file of one chunk goes
-                # ahead: the module that reads it runs after it.
-                ahead = len(chunk) == CHUNK or offset == 0
-                self._call('put', spec, out_path, chunk, offset, offset == 0,
-                           ahead)
-                offset += len(chunk)
-                if len(chunk) < CHUNK:
-                    break
+        # The broker reads the file itself (same user, same machine).
+        self._call('put-file', self._spec(False), os.path.abspath(in_path),
+                   out_path)
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)

@@ -463,6 +463,47 @@ def test_small_copy_costs_one_round_trip_beyond_the_module(
     assert ours.stats['sent_ahead'] >= 3 * 5, ours.stats
 
 
+LARGE_FILE = """
+- hosts: targets
+  gather_facts: false
+  vars:
+    dest: /tmp/plasmid-large-{{ run_tag }}
+  tasks:
+    - name: copy a large file
+      copy: src=large.bin dest={{ dest }} mode=0600
+    - name: copy it again, unchanged
+      copy: src=large.bin dest={{ dest }} mode=0600
+    - name: fetch it back
+      fetch: src={{ dest }} dest={{ playbook_dir }}/back-{{ run_tag }} flat=true
+    - name: clean up
+      file: path={{ dest }} state=absent
+"""
+
+
+def test_a_large_file_streams_with_a_bounded_window(ansible_bin,
+                                                    ansible_account, sshd,
+                                                    tmp_path):
+    """A file of several chunks arrives whole, read by the broker and sent
+    ahead at most broker.WINDOW chunks at a time; results as vanilla's."""
+    from plasmid.ansible import broker
+    chunks = broker.WINDOW + 2
+    data = os.urandom(broker.FILE_CHUNK * (chunks - 1) + 12345)
+    (tmp_path / 'large.bin').write_bytes(data)
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, LARGE_FILE, inv, False,
+                           args=('-e', 'run_tag=large'))
+    assert vanilla.rc == 0, vanilla.output
+    assert (tmp_path / 'back-large').read_bytes() == data
+    (tmp_path / 'back-large').unlink()   # fetched afresh by the next run
+    ours = run_playbook(ansible_bin, tmp_path, LARGE_FILE, inv, True,
+                        args=('-e', 'run_tag=large'))
+    assert_same(vanilla, ours)
+    assert (tmp_path / 'back-large').read_bytes() == data
+    # The unchanged second copy sends nothing.
+    assert ours.stats['file_chunks_put'] == chunks, ours.stats
+    assert ours.stats['most_in_flight'] == broker.WINDOW, ours.stats
+
+
 LIFECYCLE = """
 - hosts: targets
   gather_facts: true
