@@ -124,7 +124,10 @@ class Stream(object):
                 written = 0
             if written == len(data):
                 return True
-            self.outbox.append(data[written:])
+            # A view, not a slice: a large message leaves the pipe in
+            # pieces of its buffer's size, and slicing would copy the
+            # rest of it at every piece.
+            self.outbox.append(memoryview(data)[written:])
         self.loop.defer(self._want_write)
         return True
 
@@ -144,7 +147,7 @@ class Stream(object):
                     self.outbox = []
                     break
                 if written < len(chunk):
-                    self.outbox[0] = chunk[written:]
+                    self.outbox[0] = memoryview(chunk)[written:]
                     return
                 self.outbox.pop(0)
         self.loop.set_writer(self.wfd, None)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from typing import Callable, Iterator
 
 import pytest
@@ -464,4 +466,42 @@ def test_clean_eof_between_frames_logs_no_error(
         assert errors(caplog) == []
         assert router.lost == {5}
     finally:
+        link.close()
+
+
+def test_large_frames_leave_a_full_pipe_whole_and_in_order(
+        loop: Loop) -> None:
+    """Frames many times a pipe's buffer leave in pieces, the next frames
+    queued behind them; the far end reads every byte, in order."""
+    router = Router(loop, 0)
+    link = PipeLink(router, 'bulk', 5)
+    frames = [Message(5, 0, 4321, 0, os.urandom(3 << 20)).to_bytes(),
+              Message(5, 0, 4321, 0, b'small').to_bytes(),
+              Message(5, 0, 4321, 0, os.urandom((2 << 20) + 7)).to_bytes()]
+    expected = sum(len(f) for f in frames)
+    received = bytearray()
+
+    def drain() -> None:
+        while len(received) < expected:
+            piece = os.read(link.peer_r, 16 << 10)
+            if not piece:
+                return
+            received.extend(piece)
+    reader = threading.Thread(target=drain)
+    try:
+        loop.run_until(lambda: link.stream.wfd is not None, 10)
+        for frame in frames:
+            assert link.stream.send(frame)
+        assert link.stream.pending_output() > 0   # the pipe was full
+        reader.start()
+        # The reader's progress wakes nobody: look again every 50 ms.
+        deadline = time.monotonic() + 30
+        while len(received) < expected and time.monotonic() < deadline:
+            loop.run_until(lambda: len(received) >= expected, 0.05)
+        assert len(received) == expected
+        assert link.stream.pending_output() == 0
+        got = FrameReader(8 << 20).feed(bytes(received))
+        assert [m.to_bytes() for m in got] == frames
+    finally:
+        reader.join(10)
         link.close()
