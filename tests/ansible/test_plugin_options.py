@@ -37,7 +37,7 @@ print(json.dumps({'registered': registered,
 
 # ansible-core's own reading of our documentation against ours.
 COMPARE_PARSES = """
-import json
+import json, sys
 from ansible.plugins.loader import (connection_loader, fragment_loader,
                                     init_plugin_loader)
 from ansible.utils.plugin_docs import get_docstring
@@ -45,8 +45,7 @@ from plasmid.ansible import plugin_options
 init_plugin_loader()
 path = connection_loader.find_plugin('plasmid.accel.ssh')
 theirs = get_docstring(path, fragment_loader)[0]['options']
-module = connection_loader.get('plasmid.accel.ssh', class_only=True)
-import sys
+connection_loader.get('plasmid.accel.ssh', class_only=True)  # imports it
 text = sys.modules[%r].DOCUMENTATION
 ours = plugin_options.parse_options(text)
 print(json.dumps({'theirs': theirs, 'ours': ours}, default=str,
