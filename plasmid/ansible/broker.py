@@ -27,6 +27,7 @@ import plasmid
 from plasmid.ansible import hangup, target, wire, zips
 from plasmid.ansible.client import Client
 from plasmid.core.errors import CallError, ConnectError, ContextLost
+from plasmid.connect import spawn
 
 LOG = logging.getLogger('plasmid.ansible.broker')
 
@@ -394,10 +395,24 @@ class Broker:
         if zips.needs_disk(files):
             self.counts['modules_from_script'] += 1
             raise RunFromScript()
-        found = self.pool.get(spec, python)
+        found = self._module_context(spec, python)
         self._ensure_zip(found, digest, files, job['module_fqn'])
         self.counts['module_runs'] += 1
         return self._call(spec, found, target.run_module, digest, job)
+
+    def _module_context(self, spec: dict, python: str) -> Target:
+        """The context that runs modules under *python*.  If that
+        interpreter does not start there, vanilla's run would have failed
+        the task with what the shell said ("not found", rc 127), not the
+        host: the worker then runs the script as given, in a context of
+        any Python the account has."""
+        try:
+            return self.pool.get(spec, python)
+        except (ConnectError, BecomeFailed) as exc:
+            if not spawn.python_missing(exc):
+                raise
+            self.counts['modules_from_script'] += 1
+            raise RunFromScript() from None
 
     def home(self, spec: dict, command: str) -> tuple:
         """``echo ~user``: asked once per login, then answered here."""

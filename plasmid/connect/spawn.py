@@ -27,6 +27,8 @@ from plasmid.connect.process import Process
 
 READY = b'PLASMID-READY\n'
 REAP_TIMEOUT = 5.0
+# How a ConnectError says the program ran but its Python would not start.
+NO_PYTHON = 'no Python at '
 
 FIRST_STAGE = '''import os,sys,zlib
 os.write(1,%r)
@@ -46,6 +48,13 @@ def boot_argv(python_path, blob_size):
     if isinstance(python_path, str):
         python_path = [python_path]
     return list(python_path) + ['-c', stub % encoded.decode('ascii')]
+
+
+def python_missing(error):
+    """Whether *error* (a ConnectError, perhaps relayed by an
+    intermediary, which keeps only its text) says the login or the become
+    worked and the interpreter did not start."""
+    return NO_PYTHON in str(error)
 
 
 def method_module_name(method):
@@ -98,7 +107,7 @@ class Handshake(object):
                              self.stderr.lower() and (
                                  b'not found' in self.stderr or
                                  b'No such file' in self.stderr)):
-            return 'no Python at %r' % (self.spec.get('python_path'),)
+            return NO_PYTHON + repr(self.spec.get('python_path'))
         return 'the process exited during start-up'
 
     def _stderr_text(self):

@@ -675,6 +675,44 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert ours.stats['module_runs'] == 4, ours.stats
 
 
+MISSING_INTERPRETER = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a module under an interpreter the host lacks
+      command: /bin/true
+      vars:
+        ansible_python_interpreter: /nonexistent/python3
+      ignore_errors: true
+    - name: the same as root
+      command: /bin/true
+      become: true
+      vars:
+        ansible_python_interpreter: /nonexistent/python3
+      ignore_errors: true
+    - name: the host is still there
+      command: id -un
+"""
+
+
+def test_a_missing_interpreter_fails_the_task_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla runs the interpreter's command and reports what the shell
+    said (a failed task, rc 127); an accelerator that cannot start its
+    interpreter there must not call the host unreachable."""
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, MISSING_INTERPRETER, inv)
+    results = {r['task']: r for r in ours.results}
+    for name in ('a module under an interpreter the host lacks',
+                 'the same as root'):
+        assert results[name]['status'] == 'failed', results[name]
+        assert results[name]['result']['rc'] == 127, results[name]
+        assert 'not found' in results[name]['result']['module_stderr']
+    assert results['the host is still there']['status'] == 'ok'
+    assert ours.stats['modules_from_script'] == 2, ours.stats
+    assert 'Traceback' not in ours.output
+
+
 DELETE_BECOME_USER = """
 - hosts: targets
   gather_facts: false
