@@ -288,7 +288,8 @@ class Broker:
         except RunFromScript:
             return ('error', 'from-script', '')
         except ConnectError as exc:
-            return ('error', 'connect', str(exc))
+            kind = 'no-python' if spawn.python_missing(exc) else 'connect'
+            return ('error', kind, str(exc))
         except ContextLost as exc:
             return ('error', 'lost', str(exc))
         except CallError as exc:

@@ -12,7 +12,9 @@ context per (host, account, interpreter) for the whole run:
   in that same context; commands without become in the login context;
 * a command of a shape we do not recognise, or a become method we cannot
   host ourselves, runs exactly as given, through ``/bin/sh`` in the login
-  context, with the become password typed at its prompt (the fallback).
+  context, with the become password typed at its prompt (the fallback);
+* on a host where no Python starts (``raw`` installing one, say), every
+  command and file goes through ansible-core's own ssh plugin instead.
 
 The plugin's option names and their variables are the ssh plugin's, so an
 inventory written for ``ssh`` works unchanged.
@@ -63,6 +65,11 @@ class _RefusedAsVanillaShowsIt(Exception):
     command as given."""
 
 
+class _NoPythonThere(Exception):
+    """The host has no Python our broker could start: what vanilla ssh
+    does without one (raw, script, a module's failure) is ssh's to do."""
+
+
 class _RunFromScript(Exception):
     """The module must run from its script, as a command (it may respawn
     itself under another interpreter, which needs its payload on disk)."""
@@ -80,6 +87,7 @@ class Connection(ConnectionBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.client: Optional[Client] = None
+        self._vanilla: Optional[ConnectionBase] = None
 
     # ------------------------------------------------------ connecting
 
@@ -144,6 +152,8 @@ class Connection(ConnectionBase):
                 raise _ZipWanted() from None
             if exc.kind == 'from-script':
                 raise _RunFromScript() from None
+            if exc.kind == 'no-python':
+                raise _NoPythonThere() from None
             if exc.kind == 'become' and self.become is not None and \
                     HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
                 raise _RefusedAsVanillaShowsIt() from None
@@ -154,6 +164,14 @@ class Connection(ConnectionBase):
     def exec_command(self, cmd: str, in_data: Optional[bytes] = None,
                      sudoable: bool = True) -> tuple[int, bytes, bytes]:
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        try:
+            return self._exec_command(cmd, in_data, sudoable)
+        except _NoPythonThere:
+            return self._vanilla_ssh().exec_command(cmd, in_data=in_data,
+                                                    sudoable=sudoable)
+
+    def _exec_command(self, cmd: str, in_data: Optional[bytes],
+                      sudoable: bool) -> tuple[int, bytes, bytes]:
         success = self._become_marker(cmd, sudoable)
         parsed = commands.parse(cmd, success)
         hosted = parsed is not None and (
@@ -264,11 +282,20 @@ class Connection(ConnectionBase):
             raise AnsibleFileNotFound('file or module does not exist: %s'
                                       % in_path)
         # The broker reads the file itself (same user, same machine).
-        self._call('put-file', self._spec(False), os.path.abspath(in_path),
-                   out_path)
+        try:
+            self._call('put-file', self._spec(False),
+                       os.path.abspath(in_path), out_path)
+        except _NoPythonThere:
+            self._vanilla_ssh().put_file(in_path, out_path)
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)
+        try:
+            self._fetch_file(in_path, out_path)
+        except _NoPythonThere:
+            self._vanilla_ssh().fetch_file(in_path, out_path)
+
+    def _fetch_file(self, in_path: str, out_path: str) -> None:
         spec = self._spec(False)
         offset = 0
         with open(out_path, 'wb') as dest:
@@ -286,12 +313,31 @@ class Connection(ConnectionBase):
             self._call('reset', self._spec(False))
         except AnsibleConnectionFailure:
             pass
+        if self._vanilla is not None:
+            self._vanilla.reset()
 
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
             self.client = None
+        if self._vanilla is not None:
+            self._vanilla.close()
+            self._vanilla = None
         self._connected = False
+
+    def _vanilla_ssh(self) -> ConnectionBase:
+        """ansible-core's ssh plugin, with our options (they are its
+        options, by name) and our become plugin."""
+        if self._vanilla is None:
+            from ansible.plugins.loader import connection_loader
+            ssh = connection_loader.get('ansible.builtin.ssh',
+                                        self._play_context, shell=self._shell)
+            known = set(ssh.option_definitions)
+            ssh.set_options(direct={name: value for name, value in
+                                    self._options.items() if name in known})
+            ssh.set_become_plugin(self.become)
+            self._vanilla = ssh
+        return self._vanilla
 
 
 def _split_args(text: str) -> list[str]:

@@ -19,6 +19,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
                               write_sudoers)
+from testbed.session import SshTestbed  # noqa: E402
+from testbed.sshd import SshServer  # noqa: E402
 from runner import PASSWORD  # noqa: E402
 
 ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
@@ -92,3 +94,12 @@ def ansible_account(sshd) -> Iterator[str]:
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(SUDOERS)
         subprocess.call(['userdel', '-r', ACCOUNT], stderr=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope='module')
+def sshd_without_python(ansible_account) -> Iterator[SshTestbed]:
+    """A second sshd whose sessions find no Python at all (a host before
+    ``raw`` installs one); the test account may log in."""
+    with SshServer(hide_python=True) as server:
+        server.authorize(ansible_account)
+        yield SshTestbed(server)

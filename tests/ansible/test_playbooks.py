@@ -713,6 +713,47 @@ def test_a_missing_interpreter_fails_the_task_as_in_vanilla(
     assert 'Traceback' not in ours.output
 
 
+NO_PYTHON = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: raw, as to install a Python
+      raw: echo hello; id -un
+    - name: raw as root
+      raw: id -un
+      become: true
+    - name: a script
+      script: hello.sh
+    - name: a module, with no Python to run it
+      command: /bin/true
+      ignore_errors: true
+    - name: raw still works
+      raw: echo after
+"""
+
+
+def test_a_host_without_python_works_as_in_vanilla(
+        ansible_bin, ansible_account, sshd_without_python, tmp_path):
+    """Where no Python starts, commands and files go through ansible-core's
+    ssh plugin: raw and script work, a module fails, as under vanilla."""
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    inv = inventory(sshd_without_python, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, NO_PYTHON, inv)
+    results = {r['task']: r for r in ours.results}
+    assert results['raw, as to install a Python']['result']['stdout'] \
+        .split() == ['hello', ansible_account]
+    assert results['raw as root']['result']['stdout'].split() == ['root']
+    assert 'script says hi' in results['a script']['result']['stdout']
+    module = results['a module, with no Python to run it']
+    assert module['status'] == 'failed', module
+    assert module['result']['rc'] == 127, module
+    assert results['raw still works']['status'] == 'ok'
+    # The module was asked for, found no interpreter, and went as given.
+    assert ours.stats['modules_from_script'] == 1, ours.stats
+    assert ours.stats.get('module_runs', 0) == 0, ours.stats
+    assert 'Traceback' not in ours.output
+
+
 DELETE_BECOME_USER = """
 - hosts: targets
   gather_facts: false

@@ -19,6 +19,7 @@ from .ports import LOOPBACK, free_port
 from .procs import start_reaped, stop_reaped
 
 SSHD = "/usr/sbin/sshd"
+UNSHARE = "/usr/bin/unshare"  # util-linux
 # sshd refuses to start without its privilege separation directory; on a
 # machine where the system sshd never ran (containers, CI) it is missing.
 PRIVSEP_DIR = "/run/sshd"
@@ -57,6 +58,23 @@ X11Forwarding no
 PermitUserRC no
 """
 
+# For SshServer(hide_python=True): a host without Python.  sshd (and so
+# every session) runs in a mount namespace of its own, where /usr/bin is a
+# directory of links to everything in the real one but python* (/bin is a
+# link to usr/bin on Debian 12; the sessions' PATH has no other Python).
+# Arguments: the server's dir, then sshd's argv.
+HIDE_PYTHON = r"""
+set -e
+real="$1/real-usr-bin"; view="$1/usr-bin"; shift
+mkdir "$real" "$view"
+mount --bind /usr/bin "$real"
+for f in "$real"/*; do
+    case "${f##*/}" in python*) ;; *) ln -s "$f" "$view/" ;; esac
+done
+mount --bind "$view" /usr/bin
+exec "$@"
+"""
+
 
 class SshServerError(RuntimeError):
     """sshd could not be configured or started."""
@@ -67,9 +85,11 @@ class SshServer:
 
     host = LOOPBACK
 
-    def __init__(self, sshd_path: str = SSHD, use_pam: bool = False) -> None:
+    def __init__(self, sshd_path: str = SSHD, use_pam: bool = False,
+                 hide_python: bool = False) -> None:
         self.sshd_path = sshd_path
         self.use_pam = use_pam
+        self.hide_python = hide_python
         self.port = 0
         self.dir = ""
         self.client_key = ""
@@ -217,7 +237,7 @@ class SshServer:
             # sshd needs an absolute path to re-exec itself for each
             # connection; the reaper owns the sessions it forks off.
             self._proc = start_reaped(
-                [self.sshd_path, "-D", "-f", self.config, "-E", self.log],
+                self._server_argv(),
                 rmtree=self.dir, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             )
         deadline = time.monotonic() + START_TIMEOUT
@@ -231,6 +251,20 @@ class SshServer:
         stop_reaped(self._proc)
         self._proc = None
         raise SshServerError(f"sshd did not answer within {START_TIMEOUT}s")
+
+    def _server_argv(self) -> list[str]:
+        argv = [self.sshd_path, "-D", "-f", self.config, "-E", self.log]
+        if not self.hide_python:
+            return argv
+        namespace = os.path.join(self.dir, "namespace")
+        if not os.path.isdir(namespace):
+            os.mkdir(namespace, 0o755)
+        # A retry after a port clash needs fresh dirs: the namespace that
+        # held the last ones' mounts is gone, the dirs are not.
+        attempt = tempfile.mkdtemp(dir=namespace)
+        os.chmod(attempt, 0o755)
+        return [UNSHARE, "--mount", "--propagation", "private",
+                "/bin/sh", "-c", HIDE_PYTHON, "sh", attempt, *argv]
 
     def _read_log(self) -> str:
         try:

@@ -44,6 +44,18 @@ def test_key_login_runs_command_as_user(sshd: SshTestbed) -> None:
     assert ok(ssh(sshd, sshd.user, "id -un")) == "plasmid-a\n"
 
 
+def test_a_server_can_hide_python_from_its_sessions(sshd: SshTestbed) -> None:
+    """hide_python: sessions find no Python, the rest of /usr/bin works,
+    and the machine outside keeps its own."""
+    with SshServer(hide_python=True) as server:
+        server.authorize(sshd.user)
+        bed = SshTestbed(server)
+        probe = ssh(bed, sshd.user, "command -v python3 python; "
+                    "/usr/bin/python3 -c pass; echo rc=$?; id -un")
+        assert probe.stdout.split() == ["rc=127", sshd.user], probe
+    assert os.access("/usr/bin/python3", os.X_OK)
+
+
 def test_root_key_login(sshd: SshTestbed) -> None:
     assert ok(ssh(sshd, "root", "id -u")) == "0\n"
 
