@@ -68,9 +68,8 @@ set -e
 real="$1/real-usr-bin"; view="$1/usr-bin"; shift
 mkdir "$real" "$view"
 mount --bind /usr/bin "$real"
-for f in "$real"/*; do
-    case "${f##*/}" in python*) ;; *) ln -s "$f" "$view/" ;; esac
-done
+ln -s "$real"/* "$view"/
+rm -f "$view"/python*
 mount --bind "$view" /usr/bin
 exec "$@"
 """
