@@ -25,7 +25,7 @@ import functools
 import os
 import re
 import shlex
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ansible.errors import (AnsibleAuthenticationFailure,
                             AnsibleConnectionFailure, AnsibleError,
@@ -34,8 +34,13 @@ from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.connection import ConnectionBase
 from ansible.release import __version__ as ansible_version
 
-from plasmid.ansible import commands, payload
-from plasmid.ansible.client import BrokerError, Client
+# commands, payload and client are imported where they are first used:
+# every task's worker loads this plugin, and one whose task never reaches
+# the host (set_fact, include_tasks) would pay ~1 ms of a forked worker's
+# CPU per module for nothing.
+if TYPE_CHECKING:
+    from plasmid.ansible import commands, payload
+    from plasmid.ansible.client import BrokerError, Client
 
 CHUNK = 4 << 20
 # What the release's ssh plugin raises when the become prompt never shows:
@@ -93,6 +98,7 @@ class Connection(ConnectionBase):
 
     def _connect(self) -> "Connection":
         if self.client is None:
+            from plasmid.ansible.client import Client
             self.client = Client()
             self._connected = True
         return self
@@ -144,6 +150,7 @@ class Connection(ConnectionBase):
         return super().is_pipelining_enabled(wrap_async)
 
     def _call(self, op: str, *args: Any) -> Any:
+        from plasmid.ansible.client import BrokerError
         self._connect()
         try:
             return self.client.call(op, *args)
@@ -172,6 +179,7 @@ class Connection(ConnectionBase):
 
     def _exec_command(self, cmd: str, in_data: Optional[bytes],
                       sudoable: bool) -> tuple[int, bytes, bytes]:
+        from plasmid.ansible import commands
         success = self._become_marker(cmd, sudoable)
         parsed = commands.parse(cmd, success)
         hosted = parsed is not None and (
@@ -185,6 +193,7 @@ class Connection(ConnectionBase):
 
     def _run_hosted(self, parsed: commands.Command, in_data: Optional[bytes],
                     sudoable: bool) -> tuple:
+        from plasmid.ansible import commands, payload
         spec = self._spec(parsed.become)
         chore = commands.housekeeping(parsed.text) \
             if not parsed.become and not in_data else None

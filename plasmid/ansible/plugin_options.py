@@ -7,15 +7,19 @@ strategies) every task's worker imports ``plasmid.accel.ssh`` afresh and
 ansible-core parses its DOCUMENTATION with its own YAML loader, which tags
 every scalar with its origin: ~11 ms of a cold worker's CPU per task, even
 for tasks that never use the connection (``set_fact``, ``include_tasks``).
-Parsed with PyYAML's C loader instead it costs ~1 ms, and ansible-core
-skips its own parse for a plugin whose options it already holds.
+Even PyYAML's C loader costs ~6 ms there.  So the options also live as a
+Python literal, generated from DOCUMENTATION (``python -m
+plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py``), and
+ansible-core skips its own parse for a plugin whose options it already
+holds.
 
-The values are the same (a test compares them with ansible-core's own
-parse on every supported release); only the origin and trust tags are
-missing, which ansible-core uses for templated defaults (ours have none)
-and error messages.  Without the C loader, or when ansible-core's config
-manager lacks the two methods used here, nothing is registered and
-ansible-core parses the documentation itself, as before.
+The values are the same (a test compares the literal with ansible-core's
+own parse of DOCUMENTATION on every supported release, so an edit of one
+without the other fails it); only the origin and trust tags are missing,
+which ansible-core uses for templated defaults (ours have none) and error
+messages.  When ansible-core's config manager lacks the two methods used
+here, nothing is registered and ansible-core parses the documentation
+itself, as before.
 
 Private ansible-core interface touched (kept here, tested by
 tests/ansible/test_plugin_options.py): ``ansible.constants.config``'s
@@ -27,24 +31,21 @@ FQCN.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import os
+import sys
+from typing import Any
 
-import yaml
-
-
-def parse_options(documentation: str) -> Optional[dict[str, Any]]:
-    """The ``options`` of a plugin's DOCUMENTATION, or None if PyYAML has
-    no C loader (its pure-Python one is slower than ansible-core's)."""
-    loader = getattr(yaml, 'CSafeLoader', None)
-    if loader is None:
-        return None
-    doc = yaml.load(documentation, Loader=loader)
-    options = doc.get('options') if isinstance(doc, dict) else None
-    return options if isinstance(options, dict) else None
+PLUGIN = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))),
+    'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection',
+    'ssh.py')
+GENERATED = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         'ssh_options.py')
 
 
-def register(plugin_type: str, name: str, documentation: str) -> bool:
-    """Give ansible-core the options of the plugin whose module is named
+def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
+    """Give ansible-core the *options* of the plugin whose module is named
     *name* unless it has them already; True if registered here."""
     from ansible import constants
 
@@ -54,8 +55,65 @@ def register(plugin_type: str, name: str, documentation: str) -> bool:
                          None)
     if has is None or initialize is None or has(plugin_type, name):
         return False
-    options = parse_options(documentation)
-    if options is None:
-        return False
-    initialize(plugin_type, name, options)
+    # ansible-core may add to what it is given: hand it a copy.
+    initialize(plugin_type, name, _copy(options))
     return True
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------ generating
+
+def documentation_of(path: str) -> str:
+    """The DOCUMENTATION string of a plugin file, read without importing
+    it (as ansible-doc reads it)."""
+    import ast
+
+    with open(path) as source:
+        tree = ast.parse(source.read(), path)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                getattr(t, 'id', None) == 'DOCUMENTATION'
+                for t in node.targets):
+            return node.value.value
+    raise ValueError('%s has no DOCUMENTATION' % path)
+
+
+def options_of(documentation: str) -> dict[str, Any]:
+    import yaml
+
+    doc = yaml.safe_load(documentation)
+    options = doc.get('options') if isinstance(doc, dict) else None
+    if not isinstance(options, dict):
+        raise ValueError('DOCUMENTATION has no options mapping')
+    return options
+
+
+def render(options: dict[str, Any]) -> str:
+    import pprint
+
+    return (
+        '# Generated from the DOCUMENTATION of\n'
+        '# ansible_collections/plasmid/accel/plugins/connection/ssh.py by\n'
+        '# `python -m plasmid.ansible.plugin_options`: edit that, then run\n'
+        '# this.  Why a copy: see plasmid/ansible/plugin_options.py.\n'
+        'OPTIONS = ' + pprint.pformat(options, width=78, sort_dicts=True)
+        + '\n')
+
+
+def main() -> int:
+    text = render(options_of(documentation_of(PLUGIN)))
+    with open(GENERATED, 'w') as out:
+        out.write(text)
+    print('wrote %s' % GENERATED)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,8 +1,9 @@
 """plasmid.ansible.plugin_options and the preload callback, on each
 supported release: the connection plugin's options reach ansible-core's
 config manager without ansible-core parsing them again, with the values
-ansible-core's own parse gives, and the callback leaves the plugin loaded
-in the process that forks the workers."""
+ansible-core's own parse gives; a worker that loads the plugin imports
+only what every task needs; and the callback leaves the plugin loaded in
+the process that forks the workers."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,8 @@ import os
 import subprocess
 
 import pytest
+
+from plasmid.ansible import plugin_options
 
 MODULE_NAME = 'ansible_collections.plasmid.accel.plugins.connection.ssh'
 
@@ -41,16 +44,39 @@ import json, sys
 from ansible.plugins.loader import (connection_loader, fragment_loader,
                                     init_plugin_loader)
 from ansible.utils.plugin_docs import get_docstring
-from plasmid.ansible import plugin_options
+from plasmid.ansible import ssh_options
 init_plugin_loader()
 path = connection_loader.find_plugin('plasmid.accel.ssh')
 theirs = get_docstring(path, fragment_loader)[0]['options']
-connection_loader.get('plasmid.accel.ssh', class_only=True)  # imports it
-text = sys.modules[%r].DOCUMENTATION
-ours = plugin_options.parse_options(text)
-print(json.dumps({'theirs': theirs, 'ours': ours}, default=str,
-                 sort_keys=True))
-""" % MODULE_NAME
+print(json.dumps({'theirs': theirs, 'ours': ssh_options.OPTIONS},
+                 default=str, sort_keys=True))
+"""
+
+# A worker's load of the plugin, in a fork of a process that has loaded
+# ansible-core's own ssh plugin (as ansible-playbook has): which plasmid
+# modules it imports for a task that never reaches the host.
+WORKER_IMPORTS = """
+import json, os, sys
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.loader import connection_loader, init_plugin_loader
+init_plugin_loader()
+connection_loader.get('ssh', PlayContext(), os.devnull)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    before = set(sys.modules)
+    connection = connection_loader.get('plasmid.accel.ssh', PlayContext(),
+                                       os.devnull)
+    connection.set_options(var_options={})
+    connection.close()
+    new = sorted(m for m in set(sys.modules) - before
+                 if m.startswith('plasmid'))
+    os.write(write, json.dumps(new).encode())
+    os._exit(0)
+os.close(write)
+os.waitpid(pid, 0)
+print(os.read(read, 65536).decode())
+"""
 
 # The preload callback made as ansible-playbook makes it, then a fork:
 # the child must find the plugin module and its options already loaded.
@@ -75,7 +101,8 @@ print(os.read(read, 4096).decode())
 """ % (MODULE_NAME, MODULE_NAME)
 
 
-def run_in(ansible_bin: str, code: str, *args: str) -> dict:
+def run_in(ansible_bin: str, code: str, *args: str):
+    """The JSON value the last line of *code*'s output holds."""
     out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code,
                           *args], cwd='/', check=True, capture_output=True,
                          text=True).stdout
@@ -95,10 +122,33 @@ def test_options_are_registered_once_under_ansible_cores_name(ansible_bin):
     assert got['timeout'] == 10
 
 
-def test_options_parse_as_ansible_cores_own_loader_reads_them(ansible_bin):
+def test_options_are_what_ansible_cores_own_loader_reads(ansible_bin):
+    """Fails when DOCUMENTATION was edited and ssh_options.py was not
+    regenerated (or the other way round)."""
     got = run_in(ansible_bin, COMPARE_PARSES)
     assert got['ours'] == got['theirs']
     assert 'ssh_args' in got['ours'] and 'become_user' not in got['ours']
+
+
+def test_the_generated_options_are_up_to_date():
+    text = plugin_options.render(plugin_options.options_of(
+        plugin_options.documentation_of(plugin_options.PLUGIN)))
+    with open(plugin_options.GENERATED) as generated:
+        assert generated.read() == text, \
+            'run: python -m plasmid.ansible.plugin_options'
+
+
+def test_a_worker_that_never_connects_imports_no_runtime(ansible_bin):
+    """Each import costs a forked worker about a millisecond of CPU:
+    commands, payload, client and the core beyond errors wait until a
+    command runs."""
+    got = run_in(ansible_bin, WORKER_IMPORTS)
+    assert 'plasmid.ansible.connection' in got
+    assert set(got) <= {'plasmid', 'plasmid.ansible',
+                        'plasmid.ansible.connection',
+                        'plasmid.ansible.plugin_options',
+                        'plasmid.ansible.ssh_options', 'plasmid.core',
+                        'plasmid.core.compat', 'plasmid.core.errors'}, got
 
 
 @pytest.mark.parametrize('mode', ['preload', 'none'])

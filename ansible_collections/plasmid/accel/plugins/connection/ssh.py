@@ -173,10 +173,10 @@ options:
       - name: ansible_ssh_timeout
 """
 
-from plasmid.ansible import plugin_options  # noqa: E402
+from plasmid.ansible import plugin_options, ssh_options  # noqa: E402
 
 # Before ansible-core parses DOCUMENTATION itself, which costs every forked
 # worker ~10 ms more (see plasmid/ansible/plugin_options.py).
-plugin_options.register('connection', __name__, DOCUMENTATION)
+plugin_options.register('connection', __name__, ssh_options.OPTIONS)
 
 from plasmid.ansible.connection import Connection  # noqa: E402,F401
