@@ -37,10 +37,21 @@ from ansible.release import __version__ as ansible_version
 # commands, payload and client are imported where they are first used:
 # every task's worker loads this plugin, and one whose task never reaches
 # the host (set_fact, include_tasks) would pay ~1 ms of a forked worker's
-# CPU per module for nothing.
+# CPU per module for nothing.  A process that forks workers imports them
+# ahead instead (import_runtime).
 if TYPE_CHECKING:
     from plasmid.ansible import commands, payload
     from plasmid.ansible.client import BrokerError, Client
+RUNTIME_MODULES = ('plasmid.ansible.commands', 'plasmid.ansible.payload',
+                   'plasmid.ansible.client')
+
+
+def import_runtime() -> None:
+    """Import what running a command needs, for a process about to fork
+    workers that will run commands (the preload callback, the strategy)."""
+    import importlib
+    for name in RUNTIME_MODULES:
+        importlib.import_module(name)
 
 CHUNK = 4 << 20
 # What the release's ssh plugin raises when the become prompt never shows:

@@ -18,9 +18,12 @@ CONNECTION = 'plasmid.accel.ssh'
 
 
 def preload_connection() -> None:
-    """Import the connection plugin and register its options here
-    (class_only: the module and its options, no connection object)."""
+    """Import the connection plugin, register its options and import the
+    modules its commands need, here (class_only: the module and its
+    options, no connection object)."""
     connection_loader.get(CONNECTION, class_only=True)
+    from plasmid.ansible import connection
+    connection.import_runtime()
 
 
 class CallbackModule(CallbackBase):

@@ -90,9 +90,11 @@ if sys.argv[1] == 'preload':
 read, write = os.pipe()
 pid = os.fork()
 if pid == 0:
+    from plasmid.ansible.connection import RUNTIME_MODULES
     state = {'imported': %r in sys.modules,
              'options': C.config.has_configuration_definition(
-                 'connection', %r)}
+                 'connection', %r),
+             'runtime': all(m in sys.modules for m in RUNTIME_MODULES)}
     os.write(write, json.dumps(state).encode())
     os._exit(0)
 os.close(write)
@@ -156,4 +158,5 @@ def test_preload_callback_loads_the_plugin_before_workers_fork(ansible_bin,
                                                                mode):
     got = run_in(ansible_bin, FORK_AFTER_PRELOAD, mode)
     expected = mode == 'preload'
-    assert got == {'imported': expected, 'options': expected}
+    assert got == {'imported': expected, 'options': expected,
+                   'runtime': expected}
