@@ -105,6 +105,8 @@ PLASMID_PEERS = ('plasmid', 'plasmid-preload', 'plasmid-strategy')
 RUN_TIMEOUT = 1200.0
 # bigfiles: the sizes of its two files (MiB), by --quick.
 BIG_FILES_MIB = {False: (32, 320), True: (4, 40)}
+# fetchbig: the size of the file fetched (MiB), by --quick.
+FETCH_MIB = {False: 64, True: 8}
 # Targets from the issue.
 TARGET_WALL_VS_MITOGEN = 0.5     # one host: plasmid wall <= 1/2 Mitogen's
 TARGET_CPU_VS_VANILLA = 0.5      # controller CPU <= 1/2 vanilla's
@@ -169,6 +171,10 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
         Scenario('bigfiles', 'copy of a %d MiB and a %d MiB file, 1 host'
                  % BIG_FILES_MIB[quick], 'bigfiles.yml', 1, 4, 4, [],
                  commands_only=False, vanilla_slack=0.0),
+        Scenario('fetchbig', 'fetch of a %d MiB file, 1 host'
+                 % FETCH_MIB[quick], 'fetchbig.yml', 1, 3, 3,
+                 ['-e', 'mib=%d' % FETCH_MIB[quick]], commands_only=False,
+                 vanilla_slack=0.0),
     ]}
 
 
@@ -650,8 +656,8 @@ def main() -> None:
                         'files@rtt,loop100@rtt',
                         help='comma-separated, from become100, become20, '
                         'loop100, files, hosts50, includes1000, oneshot, '
-                        'bigfiles; NAME@rtt runs through the latency proxy '
-                        '(default %(default)s)')
+                        'bigfiles, fetchbig; NAME@rtt runs through the '
+                        'latency proxy (default %(default)s)')
     parser.add_argument('--peers', default=','.join(PEERS),
                         help='comma-separated subset of %(default)s')
     parser.add_argument('--venv', default='/opt/ansible/2.21',

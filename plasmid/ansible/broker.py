@@ -254,8 +254,7 @@ class Broker:
         self._local = threading.local()  # per worker thread: its watch
         self.ops = {
             'module': self.run_module, 'shell': self.run_shell,
-            'put-file': self.put_file, 'fetch': self.fetch,
-            'size': self.size,
+            'put-file': self.put_file, 'fetch-file': self.fetch_file,
             'reset': self.reset, 'ping': lambda: 'pong',
             'stats': self.stats, 'home': self.home, 'mkdtemp': self.mkdtemp,
             'later': self.later,
@@ -503,13 +502,35 @@ class Broker:
                 if last:
                     return offset
 
-    def fetch(self, spec: dict, path: str, offset: int, size: int) -> bytes:
-        self.counts['file_chunks_fetched'] += 1
-        return self._call(spec, self._login(spec), target.read_file, path,
-                          offset, size)
-
-    def size(self, spec: dict, path: str) -> int:
-        return self._call(spec, self._login(spec), target.file_size, path)
+    def fetch_file(self, spec: dict, path: str, dest: str) -> int:
+        """Copy the target's file *path* to the controller's file *dest*,
+        written here rather than by the worker (the mirror of put_file).
+        The first chunk costs one round trip; when it is full, WINDOW
+        reads are kept on their way, so a large file streams at the
+        pace of the link rather than one round trip per chunk.  A read
+        past the end is short or empty: the first short one ends it."""
+        login = self._login(spec)
+        with open(dest, 'wb') as out:
+            chunk = self._call(spec, login, target.read_file, path, 0,
+                               FILE_CHUNK)
+            self.counts['file_chunks_fetched'] += 1
+            out.write(chunk)
+            offset = len(chunk)
+            ahead: collections.deque = collections.deque()
+            asked = offset
+            while len(chunk) == FILE_CHUNK:
+                while len(ahead) < WINDOW:
+                    ahead.append(login.context.call_async(
+                        target.read_file, path, asked, FILE_CHUNK))
+                    asked += FILE_CHUNK
+                self.counts['most_reads_ahead'] = max(
+                    self.counts['most_reads_ahead'], len(ahead))
+                chunk = self._result(spec, ahead.popleft())
+                self.counts['file_chunks_fetched'] += 1
+                out.write(chunk)
+                offset += len(chunk)
+        # The reads asked for past the end answer b'': nobody waits.
+        return offset
 
     def reset(self, spec: dict) -> int:
         return self.pool.reset(spec)

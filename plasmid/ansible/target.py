@@ -334,8 +334,7 @@ def run_shell_checked(command):
 
 
 # What relay() may run: the calls a broker orders behind calls sent ahead.
-_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file',
-              'file_size')
+_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file')
 
 
 def relay(context, name, args):
@@ -495,14 +494,19 @@ def write_file(path, data, offset=0, truncate=True, mode=None):
 
 
 def read_file(path, offset, size):
-    """One chunk of a file, b'' at its end."""
+    """*size* bytes of a file from *offset*: fewer only at its end (the
+    reader stops at the first short chunk), b'' past it."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.lseek(fd, offset, os.SEEK_SET)
-        return os.read(fd, size)
+        pieces = []
+        wanted = size
+        while wanted > 0:
+            piece = os.read(fd, wanted)
+            if not piece:
+                break
+            pieces.append(piece)
+            wanted -= len(piece)
+        return b''.join(pieces)
     finally:
         os.close(fd)
-
-
-def file_size(path):
-    return os.stat(path).st_size

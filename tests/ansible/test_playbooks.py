@@ -484,7 +484,8 @@ def test_a_large_file_streams_with_a_bounded_window(ansible_bin,
                                                     ansible_account, sshd,
                                                     tmp_path):
     """A file of several chunks arrives whole, read by the broker and sent
-    ahead at most broker.WINDOW chunks at a time; results as vanilla's."""
+    ahead at most broker.WINDOW chunks at a time, and comes back whole,
+    read ahead by the same window; results as vanilla's."""
     from plasmid.ansible import broker
     chunks = broker.WINDOW + 2
     data = os.urandom(broker.FILE_CHUNK * (chunks - 1) + 12345)
@@ -502,6 +503,8 @@ def test_a_large_file_streams_with_a_bounded_window(ansible_bin,
     # The unchanged second copy sends nothing.
     assert ours.stats['file_chunks_put'] == chunks, ours.stats
     assert ours.stats['most_in_flight'] == broker.WINDOW, ours.stats
+    assert ours.stats['file_chunks_fetched'] == chunks, ours.stats
+    assert ours.stats['most_reads_ahead'] == broker.WINDOW, ours.stats
 
 
 LIFECYCLE = """
