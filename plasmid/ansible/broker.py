@@ -510,10 +510,10 @@ class Broker:
         pace of the link rather than one round trip per chunk.  A read
         past the end is short or empty: the first short one ends it."""
         login = self._login(spec)
+        # Read before opening: a file that cannot be read leaves none here.
+        chunk = self._call(spec, login, target.read_file, path, 0, FILE_CHUNK)
+        self.counts['file_chunks_fetched'] += 1
         with open(dest, 'wb') as out:
-            chunk = self._call(spec, login, target.read_file, path, 0,
-                               FILE_CHUNK)
-            self.counts['file_chunks_fetched'] += 1
             out.write(chunk)
             offset = len(chunk)
             ahead: collections.deque = collections.deque()

@@ -302,6 +302,49 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
     assert grouped == ['t2'], grouped
 
 
+OTHER_STRATEGIES = r"""
+- hosts: targets
+  strategy: free
+  gather_facts: false
+  tasks:
+    - name: free, as login
+      command: echo {{ inventory_hostname }}
+    - name: free, as root
+      command: id -un
+      become: true
+    - name: free, a file
+      copy: content="{{ inventory_hostname }}\n" dest=/tmp/plasmid-free-{{ inventory_hostname }}
+- hosts: targets
+  strategy: host_pinned
+  gather_facts: false
+  tasks:
+    - name: pinned, read it back
+      command: cat /tmp/plasmid-free-{{ inventory_hostname }}
+    - name: pinned, clean up
+      file: path=/tmp/plasmid-free-{{ inventory_hostname }} state=absent
+"""
+
+
+def test_free_and_host_pinned_strategies_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """The connection plugin does not care which strategy forks its
+    workers: ansible-core's other strategies give vanilla's results."""
+    hosts = ('t1', 't2', 't3')
+    inv = inventory(sshd, ansible_account, hosts=hosts)
+    vanilla = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv,
+                           False)
+    assert vanilla.rc == 0, vanilla.output
+    ours = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv, True)
+    assert_same(vanilla, ours)
+    back = {r['host']: r['result']['stdout'] for r in ours.results
+            if r['task'] == 'pinned, read it back'}
+    assert back == {h: h for h in hosts}, back
+    # The three names reach one account on one sshd: one login and one
+    # root interpreter serve them all, whichever worker asks.
+    assert ours.stats['contexts'] == 2, ours.stats
+    assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+
+
 PARITY = r"""
 - hosts: targets
   gather_facts: false
