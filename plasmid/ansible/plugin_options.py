@@ -31,6 +31,7 @@ FQCN.
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from typing import Any
@@ -56,16 +57,8 @@ def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
     if has is None or initialize is None or has(plugin_type, name):
         return False
     # ansible-core may add to what it is given: hand it a copy.
-    initialize(plugin_type, name, _copy(options))
+    initialize(plugin_type, name, copy.deepcopy(options))
     return True
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 # ------------------------------------------------------------ generating
