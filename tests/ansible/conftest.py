@@ -48,16 +48,26 @@ def ansible_bin(request) -> str:
     return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
 
 
-@pytest.fixture(scope='session')
-def community_general() -> str:
-    """Where .ci/setup put community.general (for its doas plugin): a
-    directory for ANSIBLE_COLLECTIONS_PATH."""
+def _bundled_collection(name: str) -> str:
+    """A directory for ANSIBLE_COLLECTIONS_PATH holding collection *name*,
+    which .ci/setup takes from the "ansible" bundle."""
     path = os.path.join(ANSIBLE_ROOT, 'collections')
     if not os.path.isdir(os.path.join(path, 'ansible_collections',
-                                      'community', 'general')):
-        pytest.skip('community.general is not under %s: run .ci/setup'
-                    % path)
+                                      *name.split('.'))):
+        pytest.skip('%s is not under %s: run .ci/setup' % (name, path))
     return path
+
+
+@pytest.fixture(scope='session')
+def community_general() -> str:
+    """community.general, for its doas become plugin."""
+    return _bundled_collection('community.general')
+
+
+@pytest.fixture(scope='session')
+def ansible_posix() -> str:
+    """ansible.posix, for synchronize."""
+    return _bundled_collection('ansible.posix')
 
 
 @pytest.fixture
