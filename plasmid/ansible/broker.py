@@ -225,6 +225,16 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def _runs_as_sudo_job(spec: dict) -> bool:
+    """Whether a hosted command runs as sudo would run it on a terminal:
+    sudo (use_pty, its default since 1.9.14 and Debian's before) gives the
+    command a terminal of its own and leaves what it started in the
+    background running when it ends; su and doas do not, so under them
+    such a process goes with the terminal, as it does here by default."""
+    become = spec.get('become')
+    return bool(become) and become['method'] == 'sudo'
+
+
 def _account_removed(job: dict) -> Optional[str]:
     """The account a module run deletes, if it is one that does."""
     if job['module_fqn'].rpartition('.')[2] not in ACCOUNT_REMOVERS:
@@ -477,7 +487,8 @@ class Broker:
         self.counts['shell_as_given' if success else
                     'shell_become' if spec.get('become') else 'shell'] += 1
         return self._call(spec, found, target.run_shell, command, in_data,
-                          prompt, password, success, tty, timeout)
+                          prompt, password, success, tty, timeout,
+                          _runs_as_sudo_job(spec))
 
     def put_file(self, spec: dict, source: str, path: str) -> int:
         """Copy the controller's file *source* to *path* on the target,

@@ -293,16 +293,20 @@ def _shell_environment():
 
 
 def run_shell(command, in_data=None, prompt=None, password=None,
-              success=None, tty=False, timeout=30):
+              success=None, tty=False, timeout=30, as_job=False):
     """``/bin/sh -c command``; *in_data* on its stdin.
 
     A become command with a password (sudo -S, su) may ask for it: if
     *prompt* (bytes) shows up before *success* (the become plugin's
     marker), *password* is typed first; then *in_data* follows.  With
-    *tty*, the command runs on a new terminal instead, as under ``ssh -tt``.
+    *tty*, the command runs on a new terminal instead, as under ``ssh -tt``;
+    with *as_job* too, as a job in the foreground of a shell that holds the
+    terminal, as sudo runs a command on a terminal of its own (use_pty).
     """
     if tty:
-        return _run_on_tty(command, prompt, password, success, timeout)
+        argv = ['/bin/sh', '-c', _JOB_SCRIPT, 'sh', command] if as_job \
+            else ['/bin/sh', '-c', command]
+        return _run_on_tty(argv, prompt, password, success, timeout)
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
@@ -345,15 +349,23 @@ def relay(context, name, args):
     return context.call(globals()[name], *args)
 
 
-def _run_on_tty(command, prompt=None, password=None, success=None,
+# With job control on (-m), sh runs the command in a process group of its
+# own, gives it the terminal and takes the terminal back when it ends.  The
+# command's shell is then not the terminal's session leader: when it ends,
+# what it left running in the background is not sent SIGHUP, as under sudo.
+# (The exit keeps a shell from exec-ing its last command in its own place.)
+_JOB_SCRIPT = '(set -m) 2>/dev/null && set -m; /bin/sh -c "$1"; exit $?'
+
+
+def _run_on_tty(argv, prompt=None, password=None, success=None,
                 timeout=30):
-    """Run *command* on a pseudo-terminal; its stdout and stderr both go
+    """Run *argv* on a pseudo-terminal; its stdout and stderr both go
     there, as with ``ssh -tt``, and so do a become program's prompt and
     the password typed at it."""
     import pty
     master, slave = pty.openpty()
     try:
-        proc = subprocess.Popen(['/bin/sh', '-c', command], stdin=slave,
+        proc = subprocess.Popen(argv, stdin=slave,
                                 stdout=slave, stderr=slave, close_fds=True,
                                 preexec_fn=_new_session,
                                 env=_shell_environment())

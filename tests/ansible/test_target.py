@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import zlib
 
 import pytest
@@ -146,3 +147,32 @@ def test_a_payloads_shared_code_is_imported_before_its_first_run(version):
         if version != '2.7':  # 2.18+ run modules on 3.8 and later
             first = run_probe(ctx)
             assert first['warm'] is True and first['runs'] == 1
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
+    """On a terminal, a command's shell leads the session, as under
+    ``ssh -tt``: what it left in the background gets SIGHUP when it ends.
+    Run as a job (what sudo's use_pty does), it does not: a reboot
+    command that backgrounds its work must outlive the command."""
+    script = '(sleep 1; echo %s > %s) >/dev/null 2>&1 &'
+    leader, job = tmp_path / 'leader', tmp_path / 'job'
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+
+        def on_tty(command, *as_job):
+            # Python 2's output travels as native strings: text here.
+            rc, out, err = ctx.call(target.run_shell, command, None, None,
+                                    None, None, True, 30, *as_job)
+            return (rc,) + tuple(x.decode() if isinstance(x, bytes) else x
+                                 for x in (out, err))
+        assert on_tty(script % ('gone', leader)) == (0, '', '')
+        assert on_tty(script % ('kept', job), True) == (0, '', '')
+        rc, out, err = on_tty('tty; exit 3', True)
+        assert (rc, out.startswith('/dev/pts/'), err) == (3, True, '')
+    deadline = time.time() + 10
+    while not job.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the other writer had as long
+    assert job.read_text() == 'kept\n'
+    assert not leader.exists()
