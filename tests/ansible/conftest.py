@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
-                              write_sudoers)
+                              remove_orphaned_sudoers, write_sudoers)
 from testbed.session import SshTestbed  # noqa: E402
 from testbed.sshd import SshServer  # noqa: E402
 from runner import PASSWORD  # noqa: E402
@@ -26,7 +26,8 @@ from runner import PASSWORD  # noqa: E402
 ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
 # One account per test session: sessions running side by side (a developer
 # and CI, say) must not delete each other's account.
-ACCOUNT = 'plasmid-an%d' % (os.getpid() % 100000)
+ACCOUNT_PREFIX = 'plasmid-an'
+ACCOUNT = '%s%d' % (ACCOUNT_PREFIX, os.getpid() % 100000)
 SUDOERS = '/etc/sudoers.d/%s' % ACCOUNT
 # An account playbooks create, become and delete (it may not exist).
 DOOMED_ACCOUNT = 'plasmid-gn%d' % (os.getpid() % 100000)
@@ -81,6 +82,7 @@ def doomed_account(ansible_account) -> str:
 def ansible_account(sshd) -> Iterator[str]:
     """An account on the test bed that may sudo to anyone without a
     password; removed with its processes at the end."""
+    remove_orphaned_sudoers(ACCOUNT_PREFIX)
     if subprocess.call(['id', ACCOUNT], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL):
         subprocess.check_call(['useradd', '-m', '-s', '/bin/sh', ACCOUNT])

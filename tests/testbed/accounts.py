@@ -6,6 +6,7 @@ any other user (e.g. nobody) is refused.
 """
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import subprocess
@@ -76,6 +77,17 @@ def write_sudoers(path: str, text: str) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def remove_orphaned_sudoers(prefix: str) -> None:
+    """Remove the sudoers files named *prefix*... whose account is gone: a
+    test session killed before its clean-up leaves its file behind, and a
+    later account of that name must not inherit its rights."""
+    for path in glob.glob('/etc/sudoers.d/%s*' % prefix):
+        try:
+            pwd.getpwnam(os.path.basename(path))
+        except KeyError:
+            os.unlink(path)
 
 
 def create_accounts() -> None:

@@ -13,7 +13,8 @@ from typing import Optional
 
 import pytest
 
-from .accounts import PASSWORD_A, USER_A, USER_B, create_accounts
+from .accounts import (PASSWORD_A, USER_A, USER_B, create_accounts,
+                       remove_orphaned_sudoers, write_sudoers)
 from .latency import LatencyProxy, ToxiproxyMissing
 from .procs import alive, descendants
 from .pythons import available_pythons, executable_by_others, require_python
@@ -176,6 +177,24 @@ def test_create_accounts_is_idempotent(sshd: SshTestbed) -> None:
 # -- pythons -----------------------------------------------------------------
 
 PYTHONS = available_pythons()
+
+
+def test_orphaned_sudoers_files_are_removed(sshd: SshTestbed) -> None:
+    """A file left for an account that no longer exists goes; one whose
+    account exists stays."""
+    orphan = '/etc/sudoers.d/plasmid-orphan%d' % os.getpid()
+    kept = '/etc/sudoers.d/%s' % USER_A
+    for path in (orphan, kept):
+        write_sudoers(path, '# nothing granted\n')
+    try:
+        remove_orphaned_sudoers('plasmid-orphan')
+        remove_orphaned_sudoers(USER_A)
+        assert not os.path.exists(orphan)
+        assert os.path.exists(kept)
+    finally:
+        for path in (orphan, kept):
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def test_available_pythons_shape() -> None:
