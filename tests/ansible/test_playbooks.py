@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tarfile
 import time
 
 import pytest
@@ -23,7 +24,8 @@ VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'mtime', 'atime', 'ctime', 'inode', 'dev', 'backup_file',
             'checksum', 'diff', 'stat', 'size', 'uid', 'gid', 'mode',
             'owner', 'group', 'state', 'path', 'results_file',
-            'ansible_job_id', 'attempts', 'elapsed', 'stop'}
+            'ansible_job_id', 'attempts', 'elapsed', 'stop',
+            'extract_results'}  # unarchive's: names the remote temp file
 
 
 def run_both(ansible_bin: str, tmp_path, book: str, inv: str):
@@ -430,6 +432,68 @@ def test_common_modules_match_vanilla(ansible_bin, ansible_account, sshd,
     # the module_utils files they share were not sent again.
     assert ours.stats['zips_sent'] > 2, ours.stats
     assert ours.stats['zip_files_reused'] > 10 * (ours.stats['zips_sent'] - 2)
+
+
+MORE_MODULES = """
+- hosts: targets
+  gather_facts: false
+  vars:
+    remote: /tmp/plasmid-more-modules-{{ run_id }}
+  tasks:
+    - name: a directory
+      file: {path: "{{ remote }}", state: directory}
+    - name: a tree copied file by file
+      copy: {src: "{{ local }}/tree/", dest: "{{ remote }}/tree/"}
+    - name: an archive copied and unpacked
+      unarchive: {src: "{{ local }}/a.tar.gz", dest: "{{ remote }}"}
+    - name: a collection's module with its own module_utils
+      community.general.read_csv: {path: "{{ remote }}/tree/data.csv"}
+    - name: a template checked before it is put in place
+      template:
+        src: "{{ local }}/t.j2"
+        dest: "{{ remote }}/t.conf"
+        validate: grep -q hello %s
+    - name: a command that changes directory
+      command: ls -R
+      args: {chdir: "{{ remote }}", creates: "{{ remote }}/absent"}
+    - name: a temporary file
+      tempfile: {state: file}
+      register: temporary
+    - name: the temporary file removed
+      file: {path: "{{ temporary.path }}", state: absent}
+    - name: a database lookup
+      getent: {database: passwd, key: root}
+    - name: clean up
+      file: {path: "{{ remote }}", state: absent}
+"""
+
+
+def test_more_modules_match_vanilla(ansible_bin, ansible_account, sshd,
+                                    community_general, tmp_path,
+                                    monkeypatch):
+    """Modules the other parity playbooks leave out: a directory copy,
+    unarchive (a copy, then a module), a collection's module importing
+    the collection's module_utils, a validated template."""
+    monkeypatch.setenv('ANSIBLE_COLLECTIONS_PATH', community_general)
+    (tmp_path / 'tree' / 'sub').mkdir(parents=True)
+    (tmp_path / 'tree' / 'data.csv').write_text('name,uid\nroot,0\n')
+    (tmp_path / 'tree' / 'sub' / 'f.txt').write_text('f\n')
+    (tmp_path / 't.j2').write_text('hello {{ inventory_hostname }}\n')
+    with tarfile.open(tmp_path / 'a.tar.gz', 'w:gz') as archive:
+        archive.add(tmp_path / 't.j2', arcname='unpacked.txt')
+    args = ('-e', 'local=%s run_id=%d' % (tmp_path, os.getpid()))
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, MORE_MODULES, inv, False,
+                           args=args)
+    assert vanilla.rc == 0, vanilla.output
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, MORE_MODULES, inv, True,
+                            extra, args=args)
+        assert_same(vanilla, ours)
+        csv = ours.by_task()['t1', "a collection's module with its own "
+                             'module_utils']['result']
+        assert csv['list'] == [{'name': 'root', 'uid': '0'}]
+        assert ours.stats['module_runs'] >= 9, ours.stats
 
 
 UNREACHABLE = """
