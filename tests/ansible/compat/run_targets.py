@@ -136,7 +136,14 @@ CONFLICTS = {
 }
 
 
+# setup_test_user (become, become_su, become_sudo, find, slurp, unarchive)
+# gives its account a sudoers file and leaves it when the account goes: a
+# later account of that name must not inherit the rights.
+TEST_USER_PREFIX = 'ansibletest'
+
+
 def remove_leftovers(target: str) -> None:
+    remove_orphaned_sudoers(TEST_USER_PREFIX)
     for item in LEFTOVERS.get(target, ()):
         if item.startswith('user:'):
             name = item[5:]
@@ -314,6 +321,7 @@ class Tree:
 
 # ---------------------------------------------------------------- running
 
+from testbed.accounts import remove_orphaned_sudoers  # noqa: E402
 from testbed.sshd import SshServer  # noqa: E402
 
 
@@ -762,6 +770,7 @@ class Runner:
                     ' brokers=%d' % len(brokers) if mode != 'vanilla' else ''),
                     flush=True)
         finally:
+            remove_orphaned_sudoers(TEST_USER_PREFIX)
             slots.put(tree)
 
 
