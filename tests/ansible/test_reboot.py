@@ -9,7 +9,6 @@ The command backgrounds that work, as reboot commands do: under sudo it
 must outlive the command that started it."""
 from __future__ import annotations
 
-
 from runner import inventory, run_playbook
 from test_playbooks import STRATEGY, assert_same
 

@@ -138,12 +138,12 @@ CONFLICTS = {
 
 # setup_test_user (become, become_su, become_sudo, find, slurp, unarchive)
 # gives its account a sudoers file and leaves it when the account goes: a
-# later account of that name must not inherit the rights.
+# later account of that name must not inherit the rights.  Swept after each
+# target (which also takes what an interrupted earlier run left).
 TEST_USER_PREFIX = 'ansibletest'
 
 
 def remove_leftovers(target: str) -> None:
-    remove_orphaned_sudoers(TEST_USER_PREFIX)
     for item in LEFTOVERS.get(target, ()):
         if item.startswith('user:'):
             name = item[5:]
