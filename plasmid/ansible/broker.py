@@ -612,7 +612,10 @@ def main(argv: list[str]) -> int:
     path, watch_pid = argv[0], int(argv[1])
     logging.basicConfig(level=logging.WARNING,
                         format='%(asctime)s %(name)s %(message)s')
-    router = plasmid.Router(threaded=True)
+    # A module's result travels as one message: let contexts send results
+    # as large as the worker's socket takes, rather than the core's default.
+    router = plasmid.Router(threaded=True,
+                            max_message_size=wire.MAX_MESSAGE)
     prepare_code(router)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
