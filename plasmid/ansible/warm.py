@@ -70,8 +70,28 @@ def import_modules(modules, wanted, finders, module_fqn):
                 continue
             _WARM[name] = modules.digests.get(name)
     finally:
-        sys.meta_path[:] = saved
+        sys.meta_path[:] = _restored(saved, finders, sys.meta_path[:])
     return True
+
+
+def _restored(saved, finders, after):
+    """``sys.meta_path`` as it was before an import with *finders*, but
+    with the finders that import installed or removed: six's importer, for
+    one, serves ``six.moves`` to the forks, and a six imported afresh
+    removes its predecessor's.  Added ones go before the runtime's own
+    finders, which stay last."""
+    removed = [f for f in finders if not _holds(after, f)]
+    added = [f for f in after if not _holds(finders, f)]
+    kept = [f for f in saved if not _holds(removed, f)]
+    runtime = [f for f in kept if type(f).__module__.startswith('plasmid.')]
+    others = [f for f in kept if not _holds(runtime, f)]
+    return others + added + runtime
+
+
+def _holds(finders, finder):
+    """Whether *finders* holds this very finder (finders need not be
+    comparable or hashable)."""
+    return any(f is finder for f in finders)
 
 
 def stale_names(digest, modules):

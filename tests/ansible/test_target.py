@@ -149,6 +149,53 @@ def test_a_payloads_shared_code_is_imported_before_its_first_run(version):
             assert first['warm'] is True and first['runs'] == 1
 
 
+
+# Shared code that installs a finder of its own when imported, as six does
+# for six.moves: the finder serves a module that exists in no file.
+FINDER_FILES = {
+    'ansible/__init__.py': b'',
+    'ansible/module_utils/__init__.py': b'',
+    'ansible/module_utils/basic.py': b'_ANSIBLE_ARGS = None\n',
+    'ansible/module_utils/lazy.py': (
+        b'import sys, types\n'
+        b'__path__ = []\n'
+        b'class LazyFinder(object):\n'
+        b'    def find_spec(self, fullname, path=None, target=None):\n'
+        b'        if fullname != __name__ + ".moves":\n'
+        b'            return None\n'
+        b'        import importlib.util\n'
+        b'        return importlib.util.spec_from_loader(fullname, self)\n'
+        b'    def create_module(self, spec):\n'
+        b'        return types.ModuleType(spec.name)\n'
+        b'    def exec_module(self, module):\n'
+        b'        module.VALUE = "served"\n'
+        b'sys.meta_path.append(LazyFinder())\n'),
+    'ansible/modules/__init__.py': b'',
+    'ansible/modules/lazy_user.py': (
+        b'import sys\n'
+        b'from ansible.module_utils.lazy.moves import VALUE\n'
+        b'sys.stdout.write(VALUE)\n'
+        b'sys.exit(0)\n'),
+}
+
+
+@pytest.mark.parametrize('version', ['3.8', '3.13'])
+def test_a_finder_that_shared_code_installs_serves_the_module(version):
+    """The context imports the payload's shared code ahead of the first
+    run with the payload's finders in place, then puts its own back: a
+    finder that code installed must stay for the module processes."""
+    job = {'style': 'legacy', 'module_fqn': 'ansible.modules.lazy_user',
+           'params': b'{}'}
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(target.add_zip_files, 'lazy', {}, packed(FINDER_FILES),
+                 job['module_fqn'])
+        assert 'ansible.module_utils.lazy' in \
+            ctx.call(target_fns.warm_modules)
+        for _ in range(2):  # a fresh fork, then a spare
+            assert ctx.call(target.run_module, 'lazy', job) == \
+                (0, b'served', b'')
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
     """On a terminal, a command's shell leads the session, as under
