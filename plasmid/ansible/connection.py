@@ -222,9 +222,9 @@ class Connection(ConnectionBase):
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
-        return tuple(self._call('shell', spec, None, text, in_data,
-                                None, None, None,
-                                self._wants_tty(in_data, sudoable)))
+        return _as_ssh_ends(*self._call('shell', spec, None, text, in_data,
+                                        None, None, None,
+                                        self._wants_tty(in_data, sudoable)))
 
     def _run_module(self, spec: dict, job: payload.ModuleJob,
                     env: dict) -> tuple:
@@ -280,7 +280,7 @@ class Connection(ConnectionBase):
             if to_bytes(success) not in out:
                 self._check_become_failure(out + err, timeout)
             out = _without_become_chatter(plugin, to_bytes(success), out)
-        return rc, out, err
+        return _as_ssh_ends(rc, out, err)
 
     def _check_become_failure(self, output: bytes, timeout: int) -> None:
         plugin = self.become
@@ -394,6 +394,18 @@ def _sudo_flags(flags: Optional[str]) -> list[str]:
     """become_flags for our sudo, which always reads a password with -S
     (``-n`` would stop it from asking when one is needed)."""
     return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
+
+
+def _as_ssh_ends(rc: int, out: bytes, err: bytes) -> tuple[int, bytes, bytes]:
+    """A shell command's result as vanilla's ssh gives it.  Our shell
+    stands where the login shell does under sshd; when a signal kills
+    that, sshd reports the signal, ssh exits 255 and ansible-core's ssh
+    plugin calls the host unreachable."""
+    if rc < 0:
+        raise AnsibleConnectionFailure(
+            'Failed to connect to the host via ssh: %s'
+            % err.decode('utf-8', 'replace'))
+    return rc, out, err
 
 
 def _prompt_pattern(plugin) -> bytes:

@@ -175,6 +175,8 @@ def run_module(digest, job):
     rc, out, err, imported = _FORKER.run(
         (digest, job, warm.stale_names(digest, modules)),
         then=lambda names: _learn(modules, names, job['module_fqn']))
+    if rc < 0:  # killed by signal -rc: what the shell around vanilla's says
+        rc = 128 - rc
     return rc, out, err
 
 

@@ -844,6 +844,39 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert ours.stats['module_runs'] == 4, ours.stats
 
 
+
+KILLED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a module process killed, as the OOM killer would
+      shell: kill -9 $PPID
+      ignore_errors: true
+    - name: the next task runs
+      command: id -un
+    - name: the login shell killed
+      raw: kill -9 $$
+    - name: never runs, the host being unreachable
+      command: id -un
+"""
+
+
+def test_commands_killed_by_a_signal_read_like_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """A module process killed by SIGKILL: the shell around vanilla's
+    interpreter reports rc 137, and so do we.  A raw command that kills its
+    login shell: ssh exits 255 and vanilla calls the host unreachable; our
+    shell stands where the login shell does, and reads the same."""
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, KILLED, inv)
+    assert vanilla.rc == 4, vanilla.output
+    results = {r['task']: r for r in ours.results}
+    killed = results['a module process killed, as the OOM killer would']
+    assert (killed['status'], killed['result']['rc']) == ('failed', 137)
+    assert results['the next task runs']['status'] == 'ok'
+    assert results['the login shell killed']['status'] == 'unreachable'
+    assert 'never runs, the host being unreachable' not in results
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false
