@@ -103,11 +103,11 @@ def run_playbook(ansible_bin: str, tmp_path, playbook: str, inventory: str,
     if prepared.main.exists():
         run.main_modules = json.loads(prepared.main.read_text())['loaded']
     if accelerated:
-        run.stats = _wait_for_stats(prepared.stats, stats_timeout)
+        run.stats = wait_for_stats(prepared.stats, stats_timeout)
     return run
 
 
-def _wait_for_stats(path, timeout: float = 10.0) -> dict:
+def wait_for_stats(path, timeout: float = 10.0) -> dict:
     """The broker writes its counters once it sees ansible-playbook gone."""
     deadline = time.time() + timeout
     while time.time() < deadline:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import subprocess
 import tarfile
 import time
 
 import pytest
 
-from runner import PASSWORD, inventory, prepare_playbook, run_playbook
+from runner import (PASSWORD, inventory, prepare_playbook, run_playbook,
+                    wait_for_stats)
 
 # The optional strategy: linear with each task on a thread of
 # ansible-playbook (plasmid/ansible/threadworker.py).
@@ -876,6 +878,41 @@ def test_commands_killed_by_a_signal_read_like_vanilla(
     assert results['the next task runs']['status'] == 'ok'
     assert results['the login shell killed']['status'] == 'unreachable'
     assert 'never runs, the host being unreachable' not in results
+
+
+AD_HOC = [('-m', 'ping'), ('-b', '-m', 'command', '-a', 'id -un'),
+          ('-m', 'shell', '-a', 'echo out; exit 3')]
+
+
+def run_ad_hoc(ansible_bin: str, tmp_path, inv: str, accelerated: bool,
+               words: tuple) -> tuple[int, str, dict]:
+    """``ansible t1 -o <words>``: exit status, the one-line output without
+    its timestamps, and the broker's counters (accelerated)."""
+    prepared = prepare_playbook(ansible_bin, tmp_path, '[]', inv,
+                                accelerated)
+    proc = subprocess.run(
+        [os.path.join(ansible_bin, 'ansible'), 't1', '-o', '-i',
+         prepared.argv[2], *words], env=prepared.env, capture_output=True,
+        text=True, timeout=300)
+    line = re.sub(r'"(start|end|delta)": "[^"]*"', '', proc.stdout)
+    stats = wait_for_stats(prepared.stats) if accelerated else {}
+    return proc.returncode, line, stats
+
+
+def test_ad_hoc_commands_match_vanilla(ansible_bin, ansible_account, sshd,
+                                       tmp_path):
+    """The ``ansible`` command goes through the plugin too: its own broker
+    per run, gone with it."""
+    inv = inventory(sshd, ansible_account)
+    lines = []
+    for words in AD_HOC:
+        rc, line, _ = run_ad_hoc(ansible_bin, tmp_path, inv, False, words)
+        ours = run_ad_hoc(ansible_bin, tmp_path, inv, True, words)
+        assert ours[:2] == (rc, line), words
+        assert ours[2]['module_runs'] == 1, ours
+        lines.append(line)
+    assert '(stdout) root' in lines[1], lines
+    assert 'rc=3' in lines[2], lines
 
 MISSING_INTERPRETER = """
 - hosts: targets
