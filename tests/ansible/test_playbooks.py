@@ -914,6 +914,40 @@ def test_ad_hoc_commands_match_vanilla(ansible_bin, ansible_account, sshd,
     assert '(stdout) root' in lines[1], lines
     assert 'rc=3' in lines[2], lines
 
+
+UNPIPELINED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: as the login
+      command: id -un
+    - name: as root
+      command: id -un
+      become: true
+    - name: a copy
+      copy: {content: "x\\n", dest: "/tmp/plasmid-unpipelined-{{ run_id }}"}
+    - name: its removal
+      file: {path: "/tmp/plasmid-unpipelined-{{ run_id }}", state: absent}
+"""
+
+
+def test_pipelining_switched_off_runs_modules_from_disk(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """With pipelining set false (ansible-core's own default, which ours
+    is not), modules travel as temp files and run from disk, as vanilla's
+    do then: the same results, none of the in-memory runs."""
+    off = {'ANSIBLE_PIPELINING': 'False'}
+    args = ('-e', 'run_id=%d' % os.getpid())
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, UNPIPELINED, inv, False,
+                           off, args=args)
+    assert vanilla.rc == 0, vanilla.output
+    ours = run_playbook(ansible_bin, tmp_path, UNPIPELINED, inv, True, off,
+                        args=args)
+    assert_same(vanilla, ours)
+    assert ours.stats.get('module_runs', 0) == 0, ours.stats
+    assert ours.stats['file_chunks_put'] >= 4, ours.stats
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false

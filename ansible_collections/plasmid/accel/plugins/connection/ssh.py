@@ -128,7 +128,11 @@ options:
     vars:
       - name: ansible_ssh_executable
   pipelining:
-    description: Accepted for compatibility; modules always travel without temp files.
+    description:
+      - Pipelined modules run from memory in the host's interpreter (the default, unlike
+        C(ansible.builtin.ssh)'s). Set false, as for a sudo that requires a tty, and
+        modules travel as temp files and run from disk, as under vanilla without
+        pipelining, with none of the in-memory speed.
     type: boolean
     default: true
     ini:
