@@ -276,9 +276,13 @@ class Connection(ConnectionBase):
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
             self._wants_tty(in_data, sudoable), timeout)
+        if success and to_bytes(success) not in out:
+            # The become program never got to the command: a kill here was
+            # our prompt handling's, not a signal the command died of.
+            self._check_become_failure(out + err, timeout)
+            return rc, _without_become_chatter(plugin, to_bytes(success),
+                                               out), err
         if success:
-            if to_bytes(success) not in out:
-                self._check_become_failure(out + err, timeout)
             out = _without_become_chatter(plugin, to_bytes(success), out)
         return _as_ssh_ends(rc, out, err)
 
