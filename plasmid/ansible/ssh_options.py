@@ -29,11 +29,10 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
                                 "host's interpreter (the default, unlike "
-                                "C(ansible.builtin.ssh)'s). Set false, as "
-                                'for a sudo that requires a tty, and modules '
-                                'travel as temp files and run from disk, as '
-                                'under vanilla without pipelining, with none '
-                                'of the in-memory speed.'],
+                                "C(ansible.builtin.ssh)'s). Set false, and "
+                                'modules travel as temp files and run from '
+                                'disk, as under vanilla without pipelining, '
+                                'with none of the in-memory speed.'],
                 'env': [{'name': 'ANSIBLE_PIPELINING'},
                         {'name': 'ANSIBLE_SSH_PIPELINING'}],
                 'ini': [{'key': 'pipelining', 'section': 'defaults'},

@@ -166,12 +166,7 @@ class Handshake(object):
             return None
         if fd == self.proc.stderr:
             self.stderr += data
-        # Programs prompt on their terminal when they have one (ssh), else
-        # on stderr (sudo -S).
-        prompt_fd = self.proc.tty_fd
-        if prompt_fd is None:
-            prompt_fd = self.proc.stderr
-        if fd == prompt_fd:
+        if fd == self._prompt_fds()[0]:
             self._check_prompt(data)
         return None
 
@@ -208,12 +203,20 @@ class Handshake(object):
         if self.prompts > 1:
             self.fail('the password was refused')
         answer = (password + '\n').encode('utf-8')
-        target = self.proc.tty_fd if self.proc.tty_fd is not None \
-            else self.proc.stdin
+        target = self._prompt_fds()[1]
         if target == self.proc.stdin:
             self.to_write = answer + self.to_write
         else:
             os.write(target, answer)
+
+    def _prompt_fds(self):
+        """Where the prompt shows and where the password goes: programs
+        prompt on their terminal when they have one (ssh, su), else on
+        stderr, reading stdin; sudo -S does that even with a terminal."""
+        on_terminal = getattr(self.method, 'PROMPTS_ON_TERMINAL', True)
+        if self.proc.tty_fd is not None and on_terminal:
+            return self.proc.tty_fd, self.proc.tty_fd
+        return self.proc.stderr, self.proc.stdin
 
     def _on_stdout(self, data):
         if self.reader is None:
@@ -240,13 +243,25 @@ def connect(router, spec, blob):
     """Start the context *spec* describes; return (stream, hello info).
 
     Runs in the calling thread and blocks until the context has booted
-    or failed with :class:`ConnectError`.
+    or failed with :class:`ConnectError`.  A method that refuses to run
+    without a terminal (sudo under ``requiretty``) is started once more
+    with one.
     """
     method = method_module(spec['method'])
-    argv = method.argv(spec, boot_argv(spec['python_path'], len(blob)))
     tty = method.TTY
     if tty is None:
         tty = method.wants_tty(spec)
+    try:
+        return _connect(router, spec, blob, method, tty)
+    except ConnectError as exc:
+        wanted = getattr(method, 'TTY_REQUIRED', None)
+        if tty or not wanted or wanted not in str(exc):
+            raise
+    return _connect(router, spec, blob, method, True)
+
+
+def _connect(router, spec, blob, method, tty):
+    argv = method.argv(spec, boot_argv(spec['python_path'], len(blob)))
     proc = Process(argv, tty=tty)
     boot = Message.encoding(spec['context_id'], router.context_id, BOOT, {
         'context_id': spec['context_id'],

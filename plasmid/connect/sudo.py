@@ -9,6 +9,12 @@ from __future__ import absolute_import
 import re
 
 TTY = False
+# What sudo says where sudoers has ``requiretty``: spawn then starts it again
+# with a controlling terminal (stdin and stdout stay pipes).  Only then: a
+# context with a terminal would let a program that asks on /dev/tty wait
+# for an answer nobody types, where without one it fails at once.
+TTY_REQUIRED = 'you must have a tty'
+PROMPTS_ON_TERMINAL = False  # -S: on stderr, the answer on stdin
 EARLY_PAYLOAD = False
 PROMPT_TEXT = 'plasmid-sudo-password:'
 PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))

@@ -78,6 +78,25 @@ def doomed_account(ansible_account) -> str:
     return DOOMED_ACCOUNT
 
 
+def _account_sudoers() -> str:
+    return ('Defaults:%s timestamp_timeout=0\n'
+            '%s ALL=(root) NOPASSWD: ALL\n'
+            '%s ALL=(%s) NOPASSWD: ALL\n'
+            '%s ALL=(%s) PASSWD: ALL\n'
+            % (ACCOUNT, ACCOUNT, ACCOUNT, DOOMED_ACCOUNT, ACCOUNT, USER_B))
+
+
+@pytest.fixture
+def requiretty(ansible_account) -> Iterator[None]:
+    """The account's sudo rules with ``requiretty``, for one test."""
+    write_sudoers(SUDOERS, _account_sudoers() +
+                  'Defaults:%s requiretty\n' % ACCOUNT)
+    try:
+        yield
+    finally:
+        write_sudoers(SUDOERS, _account_sudoers())
+
+
 @pytest.fixture(scope='session')
 def ansible_account(sshd) -> Iterator[str]:
     """An account on the test bed that may sudo to anyone without a
@@ -90,12 +109,7 @@ def ansible_account(sshd) -> Iterator[str]:
     # sudo asks for when becoming USER_B.
     subprocess.run(['chpasswd'], input='%s:%s\n' % (ACCOUNT, PASSWORD),
                    text=True, check=True)
-    write_sudoers(SUDOERS, 'Defaults:%s timestamp_timeout=0\n'
-                  '%s ALL=(root) NOPASSWD: ALL\n'
-                  '%s ALL=(%s) NOPASSWD: ALL\n'
-                  '%s ALL=(%s) PASSWD: ALL\n'
-                  % (ACCOUNT, ACCOUNT, ACCOUNT, DOOMED_ACCOUNT,
-                     ACCOUNT, USER_B))
+    write_sudoers(SUDOERS, _account_sudoers())
     sshd.server.authorize(ACCOUNT)
     try:
         yield ACCOUNT

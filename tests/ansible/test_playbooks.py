@@ -948,6 +948,35 @@ def test_pipelining_switched_off_runs_modules_from_disk(
     assert ours.stats.get('module_runs', 0) == 0, ours.stats
     assert ours.stats['file_chunks_put'] >= 4, ours.stats
 
+
+REQUIRETTY = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a module as root
+      command: id -un
+      become: true
+    - name: a raw command as root
+      raw: id -un
+      become: true
+"""
+
+
+def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
+                                              sshd, tmp_path, requiretty):
+    """Under ``requiretty`` vanilla needs pipelining off (ssh -tt); the
+    hosted sudo interpreter is started again on a terminal, so modules
+    still run pipelined, from memory."""
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, REQUIRETTY, inv, False,
+                           {'ANSIBLE_PIPELINING': 'False'})
+    assert vanilla.rc == 0, vanilla.output
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, REQUIRETTY, inv, True,
+                            extra)
+        assert_same(vanilla, ours)
+        assert ours.stats['module_runs'] == 1, ours.stats
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false

@@ -114,3 +114,13 @@ def username():
     import pwd
     import os
     return pwd.getpwuid(os.getuid()).pw_name
+
+
+def has_controlling_terminal():
+    """Whether this process has a controlling terminal (/dev/tty opens)."""
+    try:
+        fd = os.open('/dev/tty', os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True

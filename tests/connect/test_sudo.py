@@ -96,6 +96,40 @@ def test_failed_sudo_leaves_the_route_clean(sshd, router, user_a) -> None:
 
 # ---------------------------------------------------------- from the master
 
+
+@pytest.fixture
+def requiretty(sshd) -> Iterator[None]:
+    """The test bed's sudo rules with ``requiretty`` for plasmid-a; put
+    back afterwards (and by the next session's set-up, after a kill)."""
+    from testbed.accounts import SUDOERS, SUDOERS_PATH, write_sudoers
+    write_sudoers(SUDOERS_PATH,
+                  SUDOERS + 'Defaults:%s requiretty\n' % USER_A)
+    try:
+        yield
+    finally:
+        write_sudoers(SUDOERS_PATH, SUDOERS)
+
+
+def test_sudo_under_requiretty_gets_a_terminal(sshd, router, user_a,
+                                               requiretty) -> None:
+    """sudo refuses to start without a terminal; the context is started
+    again with one, with or without a password.  Only then: a context
+    elsewhere has none, as under vanilla's pipelined sudo."""
+    root = router.sudo(via=user_a)
+    assert root.call(connect_fns.getuid) == 0
+    assert root.call(connect_fns.has_controlling_terminal) is True
+    other = router.sudo(username=sshd.sudo_password_user,
+                        password=sshd.password, via=user_a)
+    expected = pwd.getpwnam(sshd.sudo_password_user)
+    assert other.call(connect_fns.getuid) == expected.pw_uid
+    # One sudo per context: the refused first starts are gone.
+    assert len(user_a.call(connect_fns.child_pids)) == 2
+
+
+def test_sudo_starts_without_a_terminal(router, user_a) -> None:
+    root = router.sudo(via=user_a)
+    assert root.call(connect_fns.has_controlling_terminal) is False
+
 def test_sudo_from_master_without_password() -> None:
     # The tests run as root, so sudo needs no password here.
     with plasmid.Router() as router:

@@ -130,9 +130,8 @@ options:
   pipelining:
     description:
       - Pipelined modules run from memory in the host's interpreter (the default, unlike
-        C(ansible.builtin.ssh)'s). Set false, as for a sudo that requires a tty, and
-        modules travel as temp files and run from disk, as under vanilla without
-        pipelining, with none of the in-memory speed.
+        C(ansible.builtin.ssh)'s). Set false, and modules travel as temp files and run
+        from disk, as under vanilla without pipelining, with none of the in-memory speed.
     type: boolean
     default: true
     ini:
