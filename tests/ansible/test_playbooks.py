@@ -50,6 +50,8 @@ def comparable(result: dict) -> dict:
     if isinstance(kept.get('timedout'), dict):  # 2.18: where it stopped
         kept['timedout'] = {k: v for k, v in kept['timedout'].items()
                             if k != 'frame'}
+    if str(kept.get('stdout', '')).startswith('Paused for '):
+        del kept['stdout']  # pause's: the seconds it measured (1.0, 1.01)
     if isinstance(kept.get('results'), list):  # a loop's items
         kept['results'] = [comparable(item) if isinstance(item, dict)
                            else item for item in kept['results']]
