@@ -276,15 +276,15 @@ class Connection(ConnectionBase):
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
             self._wants_tty(in_data, sudoable), timeout)
-        if success and to_bytes(success) not in out:
-            # The become program never got to the command: a kill here was
-            # our prompt handling's, not a signal the command died of.
+        # Without the marker the become program never got to the command:
+        # a kill then was our prompt handling's, not a signal it died of.
+        stopped_at_become = bool(success) and to_bytes(success) not in out
+        if stopped_at_become:
             self._check_become_failure(out + err, timeout)
-            return rc, _without_become_chatter(plugin, to_bytes(success),
-                                               out), err
         if success:
             out = _without_become_chatter(plugin, to_bytes(success), out)
-        return _as_ssh_ends(rc, out, err)
+        return (rc, out, err) if stopped_at_become else \
+            _as_ssh_ends(rc, out, err)
 
     def _check_become_failure(self, output: bytes, timeout: int) -> None:
         plugin = self.become

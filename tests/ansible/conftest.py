@@ -18,7 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
-                              remove_orphaned_sudoers, write_sudoers)
+                              remove_orphaned_sudoers, requiring_tty,
+                              write_sudoers)
 from testbed.session import SshTestbed  # noqa: E402
 from testbed.sshd import SshServer  # noqa: E402
 from runner import PASSWORD  # noqa: E402
@@ -89,12 +90,8 @@ def _account_sudoers() -> str:
 @pytest.fixture
 def requiretty(ansible_account) -> Iterator[None]:
     """The account's sudo rules with ``requiretty``, for one test."""
-    write_sudoers(SUDOERS, _account_sudoers() +
-                  'Defaults:%s requiretty\n' % ACCOUNT)
-    try:
+    with requiring_tty(SUDOERS, _account_sudoers(), ACCOUNT):
         yield
-    finally:
-        write_sudoers(SUDOERS, _account_sudoers())
 
 
 @pytest.fixture(scope='session')

@@ -848,7 +848,6 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert ours.stats['module_runs'] == 4, ours.stats
 
 
-
 KILLED = """
 - hosts: targets
   gather_facts: false

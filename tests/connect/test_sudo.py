@@ -101,13 +101,9 @@ def test_failed_sudo_leaves_the_route_clean(sshd, router, user_a) -> None:
 def requiretty(sshd) -> Iterator[None]:
     """The test bed's sudo rules with ``requiretty`` for plasmid-a; put
     back afterwards (and by the next session's set-up, after a kill)."""
-    from testbed.accounts import SUDOERS, SUDOERS_PATH, write_sudoers
-    write_sudoers(SUDOERS_PATH,
-                  SUDOERS + 'Defaults:%s requiretty\n' % USER_A)
-    try:
+    from testbed.accounts import SUDOERS, SUDOERS_PATH, requiring_tty
+    with requiring_tty(SUDOERS_PATH, SUDOERS, USER_A):
         yield
-    finally:
-        write_sudoers(SUDOERS_PATH, SUDOERS)
 
 
 def test_sudo_under_requiretty_gets_a_terminal(sshd, router, user_a,

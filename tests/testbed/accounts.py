@@ -10,8 +10,9 @@ import glob
 import os
 import pwd
 import subprocess
+import contextlib
 import tempfile
-from typing import Optional
+from typing import Iterator, Optional
 
 from .procs import wait_gone
 
@@ -55,6 +56,17 @@ def ensure_account(name: str, password: str) -> None:
 def install_sudoers() -> None:
     """Install the test bed's SUDOERS."""
     write_sudoers(SUDOERS_PATH, SUDOERS)
+
+
+@contextlib.contextmanager
+def requiring_tty(path: str, text: str, user: str) -> Iterator[None]:
+    """Sudoers file *path* holds *text* plus ``requiretty`` for *user*
+    while the block runs, and *text* again after it."""
+    write_sudoers(path, text + 'Defaults:%s requiretty\n' % user)
+    try:
+        yield
+    finally:
+        write_sudoers(path, text)
 
 
 def write_sudoers(path: str, text: str) -> None:
