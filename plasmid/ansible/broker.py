@@ -13,15 +13,17 @@ Run as ``python -m plasmid.ansible.broker SOCKET WATCH_PID``; prints
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import os
 import socket
+import stat
 import struct
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, BinaryIO, Iterator, Optional
 
 import plasmid
 from plasmid.ansible import hangup, target, wire, zips
@@ -524,7 +526,7 @@ class Broker:
         # Read before opening: a file that cannot be read leaves none here.
         chunk = self._call(spec, login, target.read_file, path, 0, FILE_CHUNK)
         self.counts['file_chunks_fetched'] += 1
-        with open(dest, 'wb') as out:
+        with replacing(dest) as out:
             out.write(chunk)
             offset = len(chunk)
             ahead: collections.deque = collections.deque()
@@ -545,6 +547,37 @@ class Broker:
 
     def reset(self, spec: dict) -> int:
         return self.pool.reset(spec)
+
+
+@contextlib.contextmanager
+def replacing(dest: str) -> Iterator[BinaryIO]:
+    """A file to write that takes *dest*'s place only once it is whole.
+    Two hosts fetched to one path (``flat: true``), on threads of one
+    ansible-playbook, would otherwise each checksum the other's half-written
+    file.  An existing file keeps its mode, a symlink keeps pointing where
+    it did (its target is replaced), and a failed write leaves *dest* as
+    it was.  A new file's mode follows the umask, as ``open()``'s would."""
+    dest = os.path.realpath(dest)
+    folder, name = os.path.split(dest)
+    while True:
+        partial = os.path.join(folder, '.%s.plasmid-%s' % (
+            name, os.urandom(4).hex()))
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, 'wb') as out:
+            yield out
+        try:
+            os.chmod(partial, stat.S_IMODE(os.stat(dest).st_mode))
+        except FileNotFoundError:
+            pass
+        os.replace(partial, dest)
+    except BaseException:
+        os.unlink(partial)
+        raise
 
 
 def peer_pid(conn: socket.socket) -> int:

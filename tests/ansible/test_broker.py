@@ -87,3 +87,50 @@ def _connect_when_listening(path: str, proc) -> socket.socket:
             sock.close()
             time.sleep(0.05)
     raise AssertionError('the broker never listened')
+
+
+def test_a_fetched_file_takes_the_place_of_the_old_one_only_when_whole(
+        tmp_path):
+    dest = tmp_path / 'fetched'
+    dest.write_bytes(b'old, whole')
+    dest.chmod(0o600)
+    with broker.replacing(str(dest)) as out:
+        out.write(b'new, ')
+        out.flush()
+        assert dest.read_bytes() == b'old, whole'  # a reader sees no half
+        out.write(b'whole too')
+    assert dest.read_bytes() == b'new, whole too'
+    assert dest.stat().st_mode & 0o777 == 0o600
+    assert os.listdir(tmp_path) == ['fetched']
+
+
+def test_a_fetch_through_a_symlink_replaces_its_target(tmp_path):
+    (tmp_path / 'real').write_bytes(b'old')
+    (tmp_path / 'link').symlink_to('real')
+    with broker.replacing(str(tmp_path / 'link')) as out:
+        out.write(b'new')
+    assert (tmp_path / 'link').is_symlink()
+    assert (tmp_path / 'real').read_bytes() == b'new'
+
+
+def test_a_failed_fetch_leaves_the_old_file_and_no_partial_one(tmp_path):
+    dest = tmp_path / 'fetched'
+    dest.write_bytes(b'old')
+    try:
+        with broker.replacing(str(dest)) as out:
+            out.write(b'half')
+            raise ConnectionError('the target went away')
+    except ConnectionError:
+        pass
+    assert dest.read_bytes() == b'old'
+    assert os.listdir(tmp_path) == ['fetched']
+
+
+def test_a_new_fetched_file_gets_the_mode_the_umask_gives(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with broker.replacing(str(tmp_path / 'new')) as out:
+            out.write(b'x')
+    finally:
+        os.umask(old)
+    assert (tmp_path / 'new').stat().st_mode & 0o777 == 0o640

@@ -640,6 +640,41 @@ def test_a_large_file_streams_with_a_bounded_window(ansible_bin,
     assert ours.stats['most_reads_ahead'] == broker.WINDOW, ours.stats
 
 
+FLAT_FETCH = """
+- hosts: targets
+  gather_facts: false
+  vars:
+    copied: /tmp/plasmid-flat-{{ run_tag }}-{{ inventory_hostname }}
+  tasks:
+    - name: a file on each host
+      copy: src=large.bin dest={{ copied }}
+    - name: all fetched to one path
+      fetch: src={{ copied }} dest={{ playbook_dir }}/back-{{ item }} flat=true
+      loop: [1, 2, 3, 4, 5, 6, 7, 8]
+    - name: clean up
+      file: path={{ copied }} state=absent
+"""
+
+
+def test_hosts_fetching_to_one_path_on_threads_each_see_a_whole_file(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """With the strategy, hosts fetch at once in one process: each file
+    takes the path's place when whole, so no host checksums another's
+    half-written one (that failed "checksum mismatch")."""
+    from plasmid.ansible import broker
+    data = os.urandom(100000)
+    (tmp_path / 'large.bin').write_bytes(data)
+    inv = inventory(sshd, ansible_account, hosts=('t1', 't2', 't3', 't4'))
+    ours = run_playbook(ansible_bin, tmp_path, FLAT_FETCH, inv, True,
+                        STRATEGY, args=('-e', 'run_tag=%d' % os.getpid()))
+    assert ours.rc == 0, ours.output
+    fetched = [r for r in ours.results if r['task'] == 'all fetched to one path']
+    assert [r['status'] for r in fetched] == ['ok'] * 4, ours.output
+    for item in range(1, 9):
+        assert (tmp_path / ('back-%d' % item)).read_bytes() == data
+    assert not [name for name in os.listdir(tmp_path) if 'plasmid-' in name]
+
+
 
 # A file whose base64 is over the core's default message limit (64 MiB).
 LARGE_RESULT_BYTES = 52 * 1000 * 1000
