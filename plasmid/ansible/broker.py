@@ -484,12 +484,12 @@ class Broker:
     def run_shell(self, spec: dict, python: Optional[str], command: str,
                   in_data: Optional[bytes], prompt: Optional[bytes],
                   password: Optional[bytes], success: Optional[bytes],
-                  tty: bool = False, timeout: int = 30):
+                  terminal: Optional[str] = None, timeout: int = 30):
         found = self.pool.get(spec, python)
         self.counts['shell_as_given' if success else
                     'shell_become' if spec.get('become') else 'shell'] += 1
         return self._call(spec, found, target.run_shell, command, in_data,
-                          prompt, password, success, tty, timeout,
+                          prompt, password, success, terminal, timeout,
                           _runs_as_sudo_job(spec))
 
     def put_file(self, spec: dict, source: str, path: str) -> int:

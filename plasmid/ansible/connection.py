@@ -224,7 +224,7 @@ class Connection(ConnectionBase):
                                               parsed.text))
         return _as_ssh_ends(*self._call('shell', spec, None, text, in_data,
                                         None, None, None,
-                                        self._wants_tty(in_data, sudoable)))
+                                        self._terminal(in_data, sudoable)))
 
     def _run_module(self, spec: dict, job: payload.ModuleJob,
                     env: dict) -> tuple:
@@ -248,12 +248,15 @@ class Connection(ConnectionBase):
                                     chore.name))
         return tuple(self._call('later', spec, text))
 
-    def _wants_tty(self, in_data: Optional[bytes], sudoable: bool) -> bool:
+    def _terminal(self, in_data: Optional[bytes],
+                  sudoable: bool) -> Optional[str]:
         """Where vanilla ssh asks for a terminal (``-tt``), so do we:
         ``raw`` and ``script`` output then reads the same (CRLF, stderr
-        merged into stdout)."""
-        return in_data is None and sudoable and \
-            bool(self.get_option('usetty'))
+        merged into stdout).  The terminal's type is our TERM, which the
+        ssh client would announce ('' if unset: none); None: no terminal."""
+        if in_data is None and sudoable and self.get_option('usetty'):
+            return os.environ.get('TERM', '')
+        return None
 
     def _become_marker(self, cmd: str, sudoable: bool) -> Optional[str]:
         plugin = self.become
@@ -275,7 +278,7 @@ class Connection(ConnectionBase):
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
-            self._wants_tty(in_data, sudoable), timeout)
+            self._terminal(in_data, sudoable), timeout)
         # Without the marker the become program never got to the command:
         # a kill then was our prompt handling's, not a signal it died of.
         stopped_at_become = bool(success) and to_bytes(success) not in out

@@ -295,20 +295,22 @@ def _shell_environment():
 
 
 def run_shell(command, in_data=None, prompt=None, password=None,
-              success=None, tty=False, timeout=30, as_job=False):
+              success=None, terminal=None, timeout=30, as_job=False):
     """``/bin/sh -c command``; *in_data* on its stdin.
 
     A become command with a password (sudo -S, su) may ask for it: if
     *prompt* (bytes) shows up before *success* (the become plugin's
-    marker), *password* is typed first; then *in_data* follows.  With
-    *tty*, the command runs on a new terminal instead, as under ``ssh -tt``;
-    with *as_job* too, as a job in the foreground of a shell that holds the
-    terminal, as sudo runs a command on a terminal of its own (use_pty).
+    marker), *password* is typed first; then *in_data* follows.  With a
+    *terminal* (its type, for TERM; '' for none), the command runs on a new
+    terminal instead, as under ``ssh -tt``; with *as_job* too, as a job in
+    the foreground of a shell that holds the terminal, as sudo runs a
+    command on a terminal of its own (use_pty).
     """
-    if tty:
+    if terminal is not None:
         argv = ['/bin/sh', '-c', _JOB_SCRIPT, 'sh', command] if as_job \
             else ['/bin/sh', '-c', command]
-        return _run_on_tty(argv, prompt, password, success, timeout)
+        return _run_on_tty(argv, terminal, prompt, password, success,
+                           timeout)
     proc = subprocess.Popen(['/bin/sh', '-c', command],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True,
@@ -359,18 +361,21 @@ def relay(context, name, args):
 _JOB_SCRIPT = '(set -m) 2>/dev/null && set -m; /bin/sh -c "$1"; exit $?'
 
 
-def _run_on_tty(argv, prompt=None, password=None, success=None,
+def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
                 timeout=30):
     """Run *argv* on a pseudo-terminal; its stdout and stderr both go
     there, as with ``ssh -tt``, and so do a become program's prompt and
-    the password typed at it."""
+    the password typed at it.  TERM is *terminal*, the type the ssh client
+    announces with its terminal (its own TERM), unless that is empty."""
     import pty
     master, slave = pty.openpty()
+    env = _shell_environment()
+    if terminal:
+        env['TERM'] = terminal
     try:
         proc = subprocess.Popen(argv, stdin=slave,
                                 stdout=slave, stderr=slave, close_fds=True,
-                                preexec_fn=_new_session,
-                                env=_shell_environment())
+                                preexec_fn=_new_session, env=env)
     finally:
         os.close(slave)
     try:
@@ -405,8 +410,11 @@ def _read_some(fd):
 
 def _own_session():
     """As sshd gives each command a session of its own: and the command's
-    children can be stopped together (_kill)."""
+    children can be stopped together (_kill).  sshd's commands start with
+    SIGXFSZ ignored (a write past ``ulimit -f`` fails with EFBIG instead
+    of killing the writer); Python's subprocess set it back to default."""
     _default_signals()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     os.setsid()
 
 

@@ -1132,6 +1132,40 @@ def test_deleting_an_account_we_became_works_as_in_vanilla(
     assert ours.stats['contexts_retired'] == 1, ours.stats
 
 
+RAW_TERMINAL = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: the terminal type
+      raw: echo "[$TERM]"
+    - name: the terminal type as root
+      raw: echo "[$TERM]"
+      become: true
+    - name: a module has no terminal
+      shell: echo "[${TERM-}]"
+    - name: the signals ignored
+      raw: grep -E '^Sig(Ign|Blk)' /proc/self/status
+"""
+
+
+def test_raw_commands_start_as_under_sshd(ansible_bin, ansible_account, sshd,
+                                          tmp_path):
+    """ssh -tt announces the client's TERM with the terminal it asks for,
+    and sshd starts commands with SIGXFSZ ignored: a raw command on our
+    terminal sees the same."""
+    inv = inventory(sshd, ansible_account)
+    term = {'TERM': 'vt220'}
+    vanilla = run_playbook(ansible_bin, tmp_path, RAW_TERMINAL, inv, False,
+                           term)
+    assert vanilla.rc == 0, vanilla.output
+    seen = vanilla.by_task()['t1', 'the terminal type']['result']['stdout']
+    assert seen == '[vt220]\r\n'
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, RAW_TERMINAL, inv, True,
+                            dict(term, **extra))
+        assert_same(vanilla, ours)
+
+
 RAW_BECOME = """
 - hosts: targets
   gather_facts: false

@@ -210,7 +210,7 @@ def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
         def on_tty(command, *as_job):
             # Python 2's output travels as native strings: text here.
             rc, out, err = ctx.call(target.run_shell, command, None, None,
-                                    None, None, True, 30, *as_job)
+                                    None, None, '', 30, *as_job)
             return (rc,) + tuple(x.decode() if isinstance(x, bytes) else x
                                  for x in (out, err))
         assert on_tty(script % ('gone', leader)) == (0, '', '')
@@ -223,3 +223,14 @@ def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
     time.sleep(0.5)  # the other writer had as long
     assert job.read_text() == 'kept\n'
     assert not leader.exists()
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_terminal_gets_the_type_it_is_given(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        rc, out, _ = ctx.call(target.run_shell, 'echo "[$TERM]"', None, None,
+                              None, None, u'vt220')
+        if isinstance(out, bytes):  # Python 2's: a native string
+            out = out.decode()
+        assert (rc, out) == (0, '[vt220]\r\n')
