@@ -522,6 +522,36 @@ def test_more_modules_match_vanilla(ansible_bin, ansible_account, sshd,
         assert ours.stats['module_runs'] >= 13, ours.stats
 
 
+THROUGH_A_JUMP_HOST = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: a module, command: id -un}
+    - {name: a module as root, command: id -un, become: true}
+    - {name: a raw command, raw: echo raw}
+"""
+
+
+def test_a_jump_host_carries_the_connection(ansible_bin, ansible_account,
+                                            sshd, tmp_path):
+    """ssh options pass through whole: a host reachable only through a
+    ProxyCommand (ansible_host does not resolve) works as in vanilla."""
+    server = sshd.server
+    common = ' '.join(server.ssh_args())
+    jump = 'ssh %s -i %s -p %d -W %s:%d %s@%s' % (
+        common, server.client_key, server.port, server.host, server.port,
+        ansible_account, server.host)
+    inv = ("[targets]\nt1 ansible_host=nowhere.invalid ansible_port=%d "
+           "ansible_user=%s ansible_ssh_private_key_file=%s "
+           "ansible_ssh_common_args='%s -o HostKeyAlias=[%s]:%d "
+           "-o \"ProxyCommand=%s\"' ansible_python_interpreter=/usr/bin/python3\n"
+           % (server.port, ansible_account, server.client_key, common,
+              server.host, server.port, jump))
+    vanilla, ours = run_both(ansible_bin, tmp_path, THROUGH_A_JUMP_HOST, inv)
+    assert vanilla.rc == 0, vanilla.output
+    assert ours.stats['module_runs'] == 2, ours.stats
+
+
 UNREACHABLE = """
 - hosts: targets
   gather_facts: false
