@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -556,8 +557,12 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
     ansible-playbook, would otherwise each checksum the other's half-written
     file.  An existing file keeps its mode, a symlink keeps pointing where
     it did (its target is replaced), and a failed write leaves *dest* as
-    it was.  A new file's mode follows the umask, as ``open()``'s would."""
+    it was.  A new file's mode follows the umask, as ``open()``'s would.
+    Where ``open()`` would refuse (a read-only file) so does this; where
+    only the file is writable, not its folder, it is written in place."""
     dest = os.path.realpath(dest)
+    if os.path.exists(dest) and not os.access(dest, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), dest)
     folder, name = os.path.split(dest)
     while True:
         partial = os.path.join(folder, '.%s.plasmid-%s' % (
@@ -567,6 +572,12 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
             break
         except FileExistsError:
             continue
+        except PermissionError:
+            if not os.path.exists(dest):
+                raise
+            with open(dest, 'wb') as out:
+                yield out
+            return
     try:
         with os.fdopen(fd, 'wb') as out:
             yield out

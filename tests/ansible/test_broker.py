@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 from plasmid.ansible import broker, wire
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 
 def test_an_unreaped_process_counts_as_gone():
@@ -134,3 +139,47 @@ def test_a_new_fetched_file_gets_the_mode_the_umask_gives(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / 'new').stat().st_mode & 0o777 == 0o640
+
+
+def test_a_fetch_onto_a_read_only_file_is_refused_as_open_would_be(
+        ansible_account):
+    _as_account(ansible_account, '''
+dest = os.path.join(folder, 'read-only')
+open(dest, 'w').write('old')
+os.chmod(dest, 0o444)
+try:
+    with broker.replacing(dest) as out:
+        out.write(b'new')
+except PermissionError:
+    print('refused', open(dest).read())
+''', 'refused old')
+
+
+def test_a_writable_file_in_a_closed_folder_is_written_in_place(
+        ansible_account):
+    _as_account(ansible_account, '''
+dest = os.path.join(folder, 'writable')
+open(dest, 'w').write('old')
+os.chmod(folder, 0o555)
+with broker.replacing(dest) as out:
+    out.write(b'new')
+print(open(dest).read(), sorted(os.listdir(folder)))
+''', "new ['writable']")
+
+
+def _as_account(account: str, body: str, expected: str) -> None:
+    """Run *body* as *account* (root may write anywhere), in a folder of
+    its own; its output must be *expected*."""
+    folder = tempfile.mkdtemp(prefix='plasmid-replacing-')
+    try:
+        shutil.chown(folder, account)
+        code = ('import os, sys\nsys.path.insert(0, %r)\n'
+                'from plasmid.ansible import broker\nfolder = %r\n%s'
+                % (REPO, folder, body))
+        out = subprocess.run(['sudo', '-u', account, sys.executable, '-c',
+                              code], capture_output=True, text=True,
+                             check=True).stdout
+    finally:
+        os.chmod(folder, 0o755)
+        shutil.rmtree(folder)
+    assert out.strip() == expected
