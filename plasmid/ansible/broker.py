@@ -300,8 +300,9 @@ class Broker:
         except RunFromScript:
             return ('error', 'from-script', '')
         except ConnectError as exc:
-            kind = 'no-python' if spawn.python_missing(exc) else 'connect'
-            return ('error', kind, str(exc))
+            if spawn.python_missing(exc):
+                return ('error', 'no-python', str(exc))
+            return ('error', 'connect', as_ssh_tells_it(exc))
         except ContextLost as exc:
             return ('error', 'lost', str(exc))
         except CallError as exc:
@@ -589,6 +590,13 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
     except BaseException:
         os.unlink(partial)
         raise
+
+
+def as_ssh_tells_it(exc: ConnectError) -> str:
+    """Why a login failed, as ansible-core shows it: in ssh's own words
+    (its stderr) when ssh ended by itself; in ours when we stopped it (a
+    refused password, a timeout) or it said nothing."""
+    return exc.output if exc.output and exc.ended else str(exc)
 
 
 def peer_pid(conn: socket.socket) -> int:

@@ -27,8 +27,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any, Optional
 
-from ansible.errors import (AnsibleAuthenticationFailure,
-                            AnsibleConnectionFailure, AnsibleError,
+from ansible.errors import (AnsibleConnectionFailure, AnsibleError,
                             AnsibleFileNotFound)
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.connection import ConnectionBase
@@ -116,6 +115,11 @@ class Connection(ConnectionBase):
             self._connected = True
         return self
 
+    def _hostname(self) -> str:
+        """The address ssh logs in to, as ansible-core's ssh plugin finds
+        it (and names it in its errors)."""
+        return self.get_option('host') or self._play_context.remote_addr
+
     def _login_spec(self) -> dict:
         host_key_checking = self.get_option('host_key_checking')
         args = []
@@ -125,8 +129,7 @@ class Connection(ConnectionBase):
             args += ['-o', 'StrictHostKeyChecking=no']
         port = self.get_option('port')
         return {
-            'hostname': self.get_option('host') or
-            self._play_context.remote_addr,
+            'hostname': self._hostname(),
             'port': int(port) if port else None,
             'username': self.get_option('remote_user'),
             'identity_file': self.get_option('private_key_file'),
@@ -189,6 +192,13 @@ class Connection(ConnectionBase):
         except _NoPythonThere:
             return self._vanilla_ssh().exec_command(cmd, in_data=in_data,
                                                     sudoable=sudoable)
+        except _LoginFailed as exc:
+            if in_data is None:
+                raise
+            raise AnsibleConnectionFailure(
+                'Data could not be sent to remote host "%s". Make sure this '
+                'host can be reached over ssh: %s'
+                % (self._hostname(), exc.said)) from None
 
     def _exec_command(self, cmd: str, in_data: Optional[bytes],
                       sudoable: bool) -> tuple[int, bytes, bytes]:
@@ -403,6 +413,18 @@ def _sudo_flags(flags: Optional[str]) -> list[str]:
     return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
 
 
+class _LoginFailed(AnsibleConnectionFailure):
+    """ssh did not get us a context: *said* is why, in ssh's words when it
+    gave them.  ansible-core's ssh plugin words this as a failure to
+    connect, or, where the command carried data (a pipelined module), as
+    data that could not be sent (``exec_command`` does that)."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__('Failed to connect to the host via ssh: %s'
+                         % said.rstrip())
+        self.said = said
+
+
 def _as_ssh_ends(rc: int, out: bytes, err: bytes) -> tuple[int, bytes, bytes]:
     """A shell command's result as vanilla's ssh gives it.  Our shell
     stands where the login shell does under sshd; when a signal kills
@@ -467,11 +489,7 @@ def _ansible_error(exc: BrokerError, become) -> Exception:
         return AnsibleError('Failed to become %s: %s' % (
             become.get_option('become_user') if become else 'root', text))
     if exc.kind == 'connect':
-        if 'password was refused' in text or 'Permission denied' in text:
-            return AnsibleAuthenticationFailure(
-                'Failed to connect to the host via ssh: %s' % text)
-        return AnsibleConnectionFailure(
-            'Failed to connect to the host via ssh: %s' % text)
+        return _LoginFailed(text)
     if exc.kind == 'lost':
         return AnsibleConnectionFailure('Connection to the host was lost: %s'
                                         % text)

@@ -85,12 +85,14 @@ class Handshake(object):
                         if fd is not None)
         set_nonblocking(proc.stdin)
 
-    def fail(self, reason):
+    def fail(self, reason, ended=False):
         self.proc.kill()
-        detail = self._stderr_text()
-        if detail:
-            reason += ': ' + detail
-        raise ConnectError('%s: %s' % (self.spec['name'], reason))
+        said = self._stderr_said()
+        lines = [line.strip() for line in said.splitlines() if line.strip()]
+        if lines:
+            reason += ': ' + ' '.join(lines)
+        raise ConnectError('%s: %s' % (self.spec['name'], reason), said,
+                           ended)
 
     def _exit_reason(self):
         """Why the process ended before booting, as far as we can tell."""
@@ -110,16 +112,14 @@ class Handshake(object):
             return NO_PYTHON + repr(self.spec.get('python_path'))
         return 'the process exited during start-up'
 
-    def _stderr_text(self):
+    def _stderr_said(self):
         """stderr, minus our own prompt marker and bootstrap command."""
         text = self.stderr.decode('utf-8', 'replace')
         prompt = getattr(self.method, 'PROMPT_TEXT', None)
         if prompt:
             text = text.replace(prompt, '')
-        text = re.sub(r"\S*-c import base64,zlib;exec\S*", '<bootstrap>',
+        return re.sub(r"\S*-c import base64,zlib;exec\S*", '<bootstrap>',
                       text)
-        return ' '.join(line.strip() for line in text.splitlines()
-                        if line.strip())
 
     def run(self, timeout):
         deadline = time.time() + timeout
@@ -148,7 +148,12 @@ class Handshake(object):
         except OSError as exc:
             if exc.errno == errno.EAGAIN:
                 return
-            self.fail('the process stopped reading its input')
+            # Most often it is ending (ssh refused at once): say why.
+            self._drain_stderr(1.0)
+            reason = self._exit_reason()
+            if self.proc.poll() is None:
+                self.fail('the process stopped reading its input')
+            self.fail(reason, ended=True)
         self.to_write = self.to_write[n:]
 
     def _read(self, fd):
@@ -159,7 +164,7 @@ class Handshake(object):
         if fd == self.proc.stdout:
             if not data:
                 self._drain_stderr(1.0)
-                self.fail(self._exit_reason())
+                self.fail(self._exit_reason(), ended=True)
             return self._on_stdout(data)
         if not data:
             self.open.discard(fd)

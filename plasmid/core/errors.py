@@ -28,7 +28,19 @@ class CallError(Error):
 
 
 class ConnectError(Error):
-    """A context could not be started; the message says why."""
+    """A context could not be started; the message says why.
+
+    ``output`` is what the starting program wrote on stderr, as it wrote
+    it ('' if nothing, or relayed by an intermediary, which keeps only
+    the message); ``ended`` says that the program ended by itself, so
+    that its output says why, for callers that show a program's own words
+    as its error (rather than ours: a refused password, a timeout).
+    """
+
+    def __init__(self, message, output='', ended=False):
+        Error.__init__(self, message)
+        self.output = output
+        self.ended = ended
 
 
 class ContextLost(Error):
