@@ -38,7 +38,8 @@ class ZipModules(object):
 
     def __init__(self, files, file_digests):
         self.root = ROOT
-        self.code = {}      # module name -> code object
+        self.code = {}      # module name -> code object (None: broken)
+        self.broken = {}    # module name -> why this Python cannot compile it
         self.digests = {}   # module name -> source digest
         self.packages = set()
         self.files = files  # path inside the zip -> bytes (package data)
@@ -53,10 +54,22 @@ class ZipModules(object):
             self.packages.add(name)
         code = _CODE.get((name, digest))
         if code is None:
-            code = _CODE[name, digest] = compile(
-                source, self.filename(name), 'exec', dont_inherit=True)
+            try:
+                code = _CODE[name, digest] = compile(
+                    source, self.filename(name), 'exec', dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:  # too old a Python
+                self.broken[name] = exc
         self.code[name] = code
         self.digests[name] = digest
+
+    def code_of(self, name):
+        """*name*'s code.  A source this Python cannot compile raises its
+        error here, where the module process imports it, as it would
+        under the AnsiballZ wrapper: the task fails as vanilla's does, and
+        the zip's arrival (sent ahead of another task) does not."""
+        if name in self.broken:
+            raise self.broken[name]
+        return self.code[name]
 
     def filename(self, name):
         suffix = name in self.packages and '/__init__.py' or '.py'
@@ -90,7 +103,7 @@ class ZipFinder(object):
         return None
 
     def exec_module(self, module):
-        exec(self.modules.code[module.__name__], module.__dict__)
+        exec(self.modules.code_of(module.__name__), module.__dict__)
 
     # Python 2
     def find_module(self, fullname, path=None):
@@ -106,12 +119,12 @@ class ZipFinder(object):
             module.__package__ = fullname
         else:
             module.__package__ = fullname.rpartition('.')[0]
-        exec(self.modules.code[fullname], module.__dict__)
+        exec(self.modules.code_of(fullname), module.__dict__)
         return sys.modules[fullname]
 
     # both: what runpy, inspect and pkgutil ask for
     def get_code(self, fullname):
-        return self.modules.code[fullname]
+        return self.modules.code_of(fullname)
 
     def is_package(self, fullname):
         return fullname in self.modules.packages

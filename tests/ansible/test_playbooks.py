@@ -1070,6 +1070,35 @@ def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
         assert_same(vanilla, ours)
         assert ours.stats['module_runs'] == 1, ours.stats
 
+TOO_OLD_INTERPRETER = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a module on a Python too old for it
+      ping: {}
+      vars: {ansible_python_interpreter: %s}
+      ignore_errors: true
+    - name: a raw command after it
+      raw: echo raw
+    - name: a module on the usual Python
+      ping: {}
+"""
+
+
+def test_a_python_too_old_for_the_module_fails_it_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible-core's modules do not compile on Python 3.6: the module
+    fails as vanilla's does (no JSON), and not the next task, which
+    the zip's arrival was sent ahead of."""
+    from testbed.pythons import require_python
+    book = TOO_OLD_INTERPRETER % require_python('3.6')
+    vanilla, ours = run_both(ansible_bin, tmp_path, book,
+                             inventory(sshd, ansible_account))
+    assert vanilla.rc == 0, vanilla.output
+    failed = vanilla.by_task()['t1', 'a module on a Python too old for it']
+    assert failed['status'] == 'failed', vanilla.output
+
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false

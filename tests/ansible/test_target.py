@@ -234,3 +234,23 @@ def test_a_terminal_gets_the_type_it_is_given(version):
         if isinstance(out, bytes):  # Python 2's: a native string
             out = out.decode()
         assert (rc, out) == (0, '[vt220]\r\n')
+
+
+@pytest.mark.parametrize('version', ['3.8', '3.13'])
+def test_code_this_python_cannot_compile_fails_the_module_not_the_arrival(
+        version):
+    """Shared code in a syntax the target's Python lacks: the zip arrives
+    (it was sent ahead of some other task, which must not fail), and the
+    module run fails as the AnsiballZ wrapper's would, a traceback on
+    stderr and nothing on stdout."""
+    files = dict(PROBE_FILES, **{'ansible/module_utils/helper.py': (
+        b'match 1:\n    case _:\n        pass\n' if version == '3.8' else
+        b'print "only Python 2 reads this"\n')})
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(target.add_zip_files, 'old', {}, packed(files),
+                        PROBE_JOB['module_fqn']) == len(files)
+        for _ in range(2):  # a fresh fork, then a spare
+            rc, out, err = ctx.call(target.run_module, 'old', PROBE_JOB)
+            assert (rc, out) == (1, b''), err
+            assert b'SyntaxError' in err and b'helper.py' in err, err
