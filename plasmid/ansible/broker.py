@@ -87,6 +87,9 @@ class Target:
         # dirs, small files, clean-up) and answers that never change.
         self.deferred: list = []
         self.homes: dict[str, tuple] = {}
+        # Temp dir bases (as ansible-core spells them) where a temp dir
+        # was made: the path each names.
+        self.tmp_bases: dict[str, str] = {}
 
 
 class Pool:
@@ -441,14 +444,21 @@ class Broker:
 
     def mkdtemp(self, spec: dict, command: str, base: str,
                 name: str) -> tuple:
-        """The task's temp dir: made ahead, its path answered here."""
-        if base.startswith('~'):
-            rc, out, err = self.home(spec, 'echo ~')
-            if rc != 0:
-                return rc, out, err
-            base = out.decode('utf-8').strip() + base[1:]
+        """The task's temp dir.  The login's first under *base* is made
+        while the worker waits: where it cannot be, the action plugin
+        reads the shell's answer and fails the host as vanilla's does.
+        Later ones are made ahead, their path answered here."""
+        login = self._login(spec)
+        made_in = login.tmp_bases.get(base)
+        if made_in is None:
+            self.counts['shell'] += 1
+            answer = self._call(spec, login, target.run_shell, command)
+            made_in = _made_in(answer, name)
+            if made_in is not None:
+                login.tmp_bases[base] = made_in
+            return answer
         self._defer(spec, target.run_shell_checked, command)
-        return 0, ('%s=%s/%s\n' % (name, base, name)).encode('utf-8'), b''
+        return 0, ('%s=%s/%s\n' % (name, made_in, name)).encode('utf-8'), b''
 
     def later(self, spec: dict, command: str) -> tuple:
         """A command whose output nobody reads (removing a temp dir)."""
@@ -590,6 +600,17 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
     except BaseException:
         os.unlink(partial)
         raise
+
+
+def _made_in(answer: tuple, name: str) -> Optional[str]:
+    """The folder a temp dir command made *name* in, from its answer
+    (``name=/folder/name``); None if it failed or said something else."""
+    rc, out, _ = answer
+    said = out.decode('utf-8', 'replace').strip()
+    if rc != 0 or not said.startswith(name + '=/') or \
+            not said.endswith('/' + name):
+        return None
+    return said[len(name) + 1:-len(name) - 1]
 
 
 def as_ssh_tells_it(exc: ConnectError) -> str:

@@ -647,9 +647,11 @@ def test_small_copy_costs_one_round_trip_beyond_the_module(
     assert back[0]['result']['stdout'] == 'file 3 %s' % tag
     # Each copy: the stat module and the copy module wait for an answer;
     # the temp dir, the file and the clean-up go ahead without waiting.
-    # Plus one look-up of the home directory, and the two other tasks.
-    assert ours.stats['round_trips'] <= 2 * 5 + 1 + 2, ours.stats
-    assert ours.stats['sent_ahead'] >= 3 * 5, ours.stats
+    # Plus one look-up of the home directory, the first temp dir (made
+    # while the worker waits: its failure must read as vanilla's), and
+    # the two other tasks.
+    assert ours.stats['round_trips'] <= 2 * 5 + 2 + 2, ours.stats
+    assert ours.stats['sent_ahead'] >= 3 * 5 - 1, ours.stats
 
 
 LARGE_FILE = """
@@ -1069,6 +1071,37 @@ def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
                             extra)
         assert_same(vanilla, ours)
         assert ours.stats['module_runs'] == 1, ours.stats
+
+UNUSABLE_REMOTE_TMP = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a copy needs a temp dir
+      copy: {content: "x\\n", dest: /tmp/plasmid-never-written}
+      vars: {ansible_remote_tmp: /proc/plasmid-nowhere/tmp}
+    - name: never reached
+      raw: echo after
+"""
+
+
+def test_a_temp_dir_that_cannot_be_made_fails_the_host_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """The first temp dir is made while the worker waits, so the action
+    plugin sees the shell's failure and words it (host unreachable)."""
+    inv = inventory(sshd, ansible_account)
+    named = re.compile(r'ansible-tmp-[\d.-]+')
+
+    def seen(run):
+        return [(r['task'], r['status'], named.sub('T', r['result']['msg']))
+                for r in run.results]
+    vanilla = run_playbook(ansible_bin, tmp_path, UNUSABLE_REMOTE_TMP, inv,
+                           False)
+    assert seen(vanilla)[0][:2] == ('a copy needs a temp dir', 'unreachable')
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, UNUSABLE_REMOTE_TMP, inv,
+                            True, extra)
+        assert (ours.rc, seen(ours)) == (vanilla.rc, seen(vanilla))
+
 
 TOO_OLD_INTERPRETER = """
 - hosts: targets
