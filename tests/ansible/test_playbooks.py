@@ -1072,6 +1072,32 @@ def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
         assert_same(vanilla, ours)
         assert ours.stats['module_runs'] == 1, ours.stats
 
+DROPPED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: before, command: id -un}
+    - {name: before as root, command: id -un, become: true}
+    - name: sshd's sessions of the login end (a network drop, a restart)
+      shell: pkill -KILL -u {{ ansible_user }} -f '^sshd:' || true
+      delegate_to: localhost
+      connection: local
+    - {name: after, command: id -un}
+    - {name: after as root, command: id -un, become: true}
+"""
+
+
+def test_a_connection_dropped_between_tasks_is_made_again(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla's next task simply logs in again (it holds no session
+    between tasks: nothing to kill); so does ours, starting the login's
+    contexts afresh."""
+    vanilla, ours = run_both(ansible_bin, tmp_path, DROPPED,
+                             inventory(sshd, ansible_account))
+    assert vanilla.rc == 0, vanilla.output
+    assert ours.stats['contexts'] == 4, ours.stats  # twice login and sudo
+
+
 UNUSABLE_REMOTE_TMP = """
 - hosts: targets
   gather_facts: false
