@@ -192,7 +192,7 @@ class Connection(ConnectionBase):
         except _NoPythonThere:
             return self._vanilla_ssh().exec_command(cmd, in_data=in_data,
                                                     sudoable=sudoable)
-        except _LoginFailed as exc:
+        except _SshFailed as exc:
             if in_data is None:
                 raise
             raise AnsibleConnectionFailure(
@@ -413,11 +413,12 @@ def _sudo_flags(flags: Optional[str]) -> list[str]:
     return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
 
 
-class _LoginFailed(AnsibleConnectionFailure):
-    """ssh did not get us a context: *said* is why, in ssh's words when it
-    gave them.  ansible-core's ssh plugin words this as a failure to
-    connect, or, where the command carried data (a pipelined module), as
-    data that could not be sent (``exec_command`` does that)."""
+class _SshFailed(AnsibleConnectionFailure):
+    """ssh did not get us a context, or lost it: *said* is why, in ssh's
+    words when it gave them.  ansible-core's ssh plugin words this as a
+    failure to connect, or, where the command carried data (a pipelined
+    module), as data that could not be sent (``exec_command`` does
+    that)."""
 
     def __init__(self, said: str) -> None:
         super().__init__('Failed to connect to the host via ssh: %s'
@@ -488,9 +489,6 @@ def _ansible_error(exc: BrokerError, become) -> Exception:
             return AnsibleError('Missing %s password' % name)
         return AnsibleError('Failed to become %s: %s' % (
             become.get_option('become_user') if become else 'root', text))
-    if exc.kind == 'connect':
-        return _LoginFailed(text)
-    if exc.kind == 'lost':
-        return AnsibleConnectionFailure('Connection to the host was lost: %s'
-                                        % text)
+    if exc.kind in ('connect', 'lost'):
+        return _SshFailed(text)
     return AnsibleError('plasmid: %s' % text)

@@ -1084,6 +1084,12 @@ DROPPED = """
       connection: local
     - {name: after, command: id -un}
     - {name: after as root, command: id -un, become: true}
+    - name: they will end again in a second
+      shell: (sleep 1; pkill -KILL -u {{ ansible_user }} -f '^sshd:') >/dev/null 2>&1 &
+      delegate_to: localhost
+      connection: local
+    - {name: cut off, command: sleep 5, ignore_unreachable: true}
+    - {name: last, raw: echo last}
 """
 
 
@@ -1091,11 +1097,23 @@ def test_a_connection_dropped_between_tasks_is_made_again(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla's next task simply logs in again (it holds no session
     between tasks: nothing to kill); so does ours, starting the login's
-    contexts afresh."""
-    vanilla, ours = run_both(ansible_bin, tmp_path, DROPPED,
-                             inventory(sshd, ansible_account))
+    contexts afresh.  A task cut off reads as vanilla's (unreachable, as
+    data that could not be sent), though in our words, not ssh's."""
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, DROPPED, inv, False)
     assert vanilla.rc == 0, vanilla.output
-    assert ours.stats['contexts'] == 4, ours.stats  # twice login and sudo
+    cut = ('t1', 'cut off')
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, DROPPED, inv, True, extra)
+        assert ours.rc == 0, ours.output
+        mine, theirs = ours.by_task(), vanilla.by_task()
+        assert {k: r['status'] for k, r in mine.items()} == \
+            {k: r['status'] for k, r in theirs.items()}
+        assert theirs[cut]['status'] == 'unreachable'
+        said = mine[cut]['result']['msg']
+        assert said.partition(': ')[2].startswith('Data could not be sent') \
+            or said.startswith('Data could not be sent'), said
+        assert ours.stats['contexts'] == 5, ours.stats  # 3 logins, 2 sudos
 
 
 UNUSABLE_REMOTE_TMP = """
