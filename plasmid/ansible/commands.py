@@ -122,7 +122,9 @@ class Housekeeping:
     __slots__ = ('kind', 'base', 'name')
 
     def __init__(self, kind: str, base: str = '', name: str = '') -> None:
-        self.kind = kind  # 'home', 'mkdtemp' or 'later' (output unread)
+        # 'home', 'mkdtemp', 'cleanup' (its failure only a warning in
+        # vanilla) or 'later' (output unread, failure an error)
+        self.kind = kind
         self.base = base  # mkdtemp: the directory it is made in
         self.name = name  # mkdtemp: the new directory's name
 
@@ -138,6 +140,8 @@ def housekeeping(text: str) -> Optional[Housekeeping]:
     if match and _PLAIN_PATH.match(match.group('base')):
         return Housekeeping('mkdtemp', match.group('base'),
                             match.group('name'))
-    if _CLEANUP.match(text) or _CHMOD_OWN.match(text):
+    if _CLEANUP.match(text):
+        return Housekeeping('cleanup')
+    if _CHMOD_OWN.match(text):
         return Housekeeping('later')
     return None

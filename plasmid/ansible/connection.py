@@ -256,7 +256,7 @@ class Connection(ConnectionBase):
         if chore.kind == 'mkdtemp':
             return tuple(self._call('mkdtemp', spec, text, chore.base,
                                     chore.name))
-        return tuple(self._call('later', spec, text))
+        return tuple(self._call(chore.kind, spec, text))  # cleanup, later
 
     def _terminal(self, in_data: Optional[bytes],
                   sudoable: bool) -> Optional[str]:

@@ -66,7 +66,8 @@ def test_housekeeping_shapes() -> None:
         ('mkdtemp', '~/.ansible/tmp', 'ansible-tmp-1.5-22-33')
     assert commands.housekeeping('echo ~deploy').kind == 'home'
     assert commands.housekeeping(
-        'rm -f -r /tmp/x/ansible-tmp-1-2-3/ > /dev/null 2>&1').kind == 'later'
+        'rm -f -r /tmp/x/ansible-tmp-1-2-3/ > /dev/null 2>&1').kind == \
+        'cleanup'
     assert commands.housekeeping(
         'chmod u+rwx /h/.ansible/tmp/ansible-tmp-1-2-3/ '
         '/h/.ansible/tmp/ansible-tmp-1-2-3/source').kind == 'later'

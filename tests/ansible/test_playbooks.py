@@ -1116,6 +1116,33 @@ def test_a_connection_dropped_between_tasks_is_made_again(
         assert ours.stats['contexts'] == 5, ours.stats  # 3 logins, 2 sudos
 
 
+UNREMOVABLE_TEMP_DIR = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a script as root leaves what the login cannot remove
+      script: leave_a_root_dir.sh
+      become: true
+    - {name: the next task, command: id -un}
+    - name: clean up as root
+      shell: rm -rf ~{{ ansible_user }}/.ansible/tmp/ansible-tmp-*
+      become: true
+"""
+
+
+def test_a_temp_dir_that_cannot_be_removed_fails_no_task(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla warns when a task's temp dir cannot be removed; removing it
+    is sent ahead here, and its failure must not fail the next task."""
+    (tmp_path / 'leave_a_root_dir.sh').write_text(
+        '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
+        'mkdir "$kept" && touch "$kept/file" && echo made\n')
+    vanilla, ours = run_both(ansible_bin, tmp_path, UNREMOVABLE_TEMP_DIR,
+                             inventory(sshd, ansible_account))
+    assert vanilla.rc == 0, vanilla.output
+    assert 'Error deleting remote temporary files' in vanilla.output
+
+
 UNUSABLE_REMOTE_TMP = """
 - hosts: targets
   gather_facts: false
