@@ -18,8 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
-                              remove_orphaned_sudoers, requiring_tty,
-                              write_sudoers)
+                              remove_orphaned_sudoers, remove_temp_files,
+                              requiring_tty, write_sudoers)
 from testbed.session import SshTestbed  # noqa: E402
 from testbed.sshd import SshServer  # noqa: E402
 from runner import PASSWORD  # noqa: E402
@@ -113,6 +113,7 @@ def ansible_account(sshd) -> Iterator[str]:
     finally:
         for name in (ACCOUNT, DOOMED_ACCOUNT):
             kill_user_processes(name)
+            remove_temp_files(name)
         subprocess.call(['userdel', '-r', DOOMED_ACCOUNT],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.unlink(SUDOERS)

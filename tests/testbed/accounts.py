@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import shutil
 import subprocess
 import contextlib
 import tempfile
@@ -131,6 +132,26 @@ def kill_user_processes(name: str) -> None:
         subprocess.run(["pkill", f"-{sig}", "-u", name], capture_output=True)
         if not wait_gone(_user_pids(uid), 2.0):
             return
+
+
+def remove_temp_files(name: str, folder: Optional[str] = None) -> None:
+    """Remove what `name` left at the top of `folder` (the temp folder):
+    vanilla Ansible leaves a module's payload dir there when the module
+    is killed, and tests kill some."""
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+    for entry in os.scandir(folder or tempfile.gettempdir()):
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except FileNotFoundError:
+            continue
 
 
 def remove_accounts() -> None:

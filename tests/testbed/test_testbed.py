@@ -6,6 +6,7 @@ have nothing to do with plasmid; they pin down the facts those tests rely on.
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import subprocess
 import time
@@ -14,7 +15,8 @@ from typing import Optional
 import pytest
 
 from .accounts import (PASSWORD_A, USER_A, USER_B, create_accounts,
-                       remove_orphaned_sudoers, write_sudoers)
+                       remove_orphaned_sudoers, remove_temp_files,
+                       write_sudoers)
 from .latency import LatencyProxy, ToxiproxyMissing
 from .procs import alive, descendants
 from .pythons import available_pythons, executable_by_others, require_python
@@ -287,3 +289,16 @@ def test_a_session_leaves_the_accounts_to_another_live_one(tmp_path) -> None:
         helper.wait()
     assert not other_sessions_alive(directory)
     assert os.listdir(directory) == [str(os.getpid())]
+
+
+def test_what_an_account_left_in_the_temp_folder_is_removed(
+        sshd: SshTestbed, tmp_path) -> None:
+    (tmp_path / 'payload_dir' / 'sub').mkdir(parents=True)
+    (tmp_path / 'payload_dir' / 'sub' / 'file').write_text('x')
+    (tmp_path / 'left.txt').write_text('x')
+    (tmp_path / 'kept.txt').write_text('root\'s')
+    for path in ('payload_dir', 'payload_dir/sub', 'payload_dir/sub/file',
+                 'left.txt'):
+        os.chown(tmp_path / path, pwd.getpwnam(USER_A).pw_uid, -1)
+    remove_temp_files(USER_A, str(tmp_path))
+    assert os.listdir(tmp_path) == ['kept.txt']
