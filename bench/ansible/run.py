@@ -4,6 +4,7 @@
         [--scenarios become100,loop100,files,hosts50,become20@rtt,...]
         [--peers vanilla,mitogen,plasmid] [--venv /opt/ansible/2.21]
         [--mitogen-venv VENV] [--latency-ms 25] [--log-dir DIR]
+        [--strategy linear|free]
 
 Needs root: starts the tests' private sshd (tests/testbed/sshd.py, plus
 an sftp subsystem as a stock sshd has, which vanilla's file transfers use) on
@@ -58,6 +59,10 @@ reference, the CPU used on the sshd side (the private sshd's reaped
 sessions: sshd, sudo and the remote Pythons; all on this same machine).
 Each run must end with rc 0 and every host's recap showing the expected
 ok count and no failure, or it is reported as failed.
+
+--strategy free runs every peer on its free strategy instead: vanilla
+and the plasmid and floor peers on ansible.builtin.free, Mitogen on
+mitogen_free, the -strategy peers on plasmid.accel.free.
 
 Order: one untimed warm-up per peer, then --reps repetitions; in each,
 every scenario runs once per peer, the order of the peers rotating.
@@ -337,7 +342,9 @@ def mitogen_info(venv: str) -> tuple[str, str]:
 
 
 def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
-             run_dir: str, forks: int, extra: dict[str, str]) -> dict[str, str]:
+             run_dir: str, forks: int, extra: dict[str, str],
+             order: str = 'linear') -> dict[str, str]:
+    """*order*: linear or free, the strategy every peer runs its flavour of."""
     env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
     cfg = os.path.join(run_dir, 'ansible.cfg')
     with open(cfg, 'w') as handle:
@@ -355,19 +362,20 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
         'ANSIBLE_LOCAL_TEMP': os.path.join(run_dir, 'tmp'),
         'ANSIBLE_SSH_CONTROL_PATH_DIR': os.path.join(run_dir, 'cp'),
         'ANSIBLE_DEPRECATION_WARNINGS': 'False',
+        'ANSIBLE_STRATEGY': order,
     })
     if peer == 'mitogen':
         env['ANSIBLE_STRATEGY_PLUGINS'] = mitogen_strategy
-        env['ANSIBLE_STRATEGY'] = 'mitogen_linear'
+        env['ANSIBLE_STRATEGY'] = 'mitogen_' + order
     elif peer in FLOOR_PEERS:
         env['ANSIBLE_CONNECTION_PLUGINS'] = FLOOR_PLUGINS
         env['ANSIBLE_TRANSPORT'] = 'floor'
         if peer == 'floor-strategy':
-            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.linear'
+            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.' + order
     elif peer in PLASMID_PEERS:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
         if peer == 'plasmid-strategy':
-            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.linear'
+            env['ANSIBLE_STRATEGY'] = 'plasmid.accel.' + order
     env.update(extra)
     if peer == 'plasmid-preload':     # beside any the caller enabled
         env['ANSIBLE_CALLBACKS_ENABLED'] = ','.join(
@@ -477,7 +485,7 @@ class Bench:
         log = os.path.join(run_dir, 'ansible.log')
         result_file = os.path.join(run_dir, 'result.json')
         env = peer_env(peer, self.venv(peer), self.mitogen_strategy, run_dir,
-                       scenario.forks, self.extra_env)
+                       scenario.forks, self.extra_env, self.args.strategy)
         argv = [os.path.join(self.venv(peer), 'bin', 'ansible-playbook'),
                 '-i', self.inventories[scenario.rtt],
                 os.path.join(PLAYBOOKS, scenario.playbook),
@@ -671,6 +679,9 @@ def main() -> None:
     parser.add_argument('--log-dir', default=None,
                         help='keep every run\'s directory (ansible log, '
                         'result) here; default: a temp dir, removed')
+    parser.add_argument('--strategy', choices=('linear', 'free'),
+                        default='linear', help='the strategy every peer runs '
+                        'its own flavour of (default %(default)s)')
     parser.add_argument('--no-warmup', action='store_true',
                         help='skip the untimed warm-up run per peer')
     parser.add_argument('--env', action='append', default=[],
@@ -698,6 +709,7 @@ def main() -> None:
         benchlib.machine_line(), plasmid_digest()))
     version_line, strategy = versions(args, peers)
     print('# ' + version_line)
+    print('# strategy: %s (each peer its flavour of it)' % args.strategy)
     print('# %s; %d run(s) per scenario and peer, peers rotating%s' % (
         'quick' if args.quick else 'full size', args.reps,
         '' if args.no_warmup else ', after 1 untimed warm-up each'))

@@ -1,6 +1,7 @@
-"""The optional strategy: ansible.builtin.linear, with tasks run on
-threads of ansible-playbook and the accelerator's connection plugin loaded
-in it.
+"""The optional strategies: ansible.builtin's linear, free and host_pinned,
+with tasks run on threads of ansible-playbook and the accelerator's
+connection plugin loaded in it.  Each orders tasks exactly as its builtin
+namesake; ``ThreadedTasks`` changes only where a queued task runs.
 
 Two per-task costs of ansible-core that no connection plugin can remove:
 
@@ -34,6 +35,9 @@ import os
 from typing import Iterator
 
 from ansible.plugins import strategy as strategy_base
+from ansible.plugins.strategy.free import StrategyModule as FreeStrategy
+from ansible.plugins.strategy.host_pinned import \
+    StrategyModule as HostPinnedStrategy
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
 from ansible.utils.display import Display
 
@@ -43,8 +47,9 @@ from plasmid.ansible.preload import preload_connection
 WORKERS_ENV = 'PLASMID_ANSIBLE_WORKERS'
 
 
-def use_threads() -> bool:
-    """Threads unless the user asks for forks or the release is unknown."""
+def use_threads(name: str) -> bool:
+    """Threads unless the user asks for forks or the release is unknown
+    (*name*: the strategy's, for the warning)."""
     wanted = os.environ.get(WORKERS_ENV, 'thread')
     if wanted not in ('thread', 'fork'):
         raise ValueError('%s must be "thread" or "fork", not %r'
@@ -53,8 +58,8 @@ def use_threads() -> bool:
         return False
     if not threadworker.supported():
         Display().warning(
-            'plasmid.accel.linear: this ansible-core runs tasks in a way '
-            'plasmid does not know; using forked workers')
+            '%s: this ansible-core runs tasks in a way '
+            'plasmid does not know; using forked workers' % name)
         return False
     threadworker.serialize_plugin_loading()
     return True
@@ -62,8 +67,8 @@ def use_threads() -> bool:
 
 @contextlib.contextmanager
 def _workers_as_threads() -> Iterator[None]:
-    """linear's _queue_task builds a WorkerProcess by its module-global
-    name: point that name at ThreadWorker while our strategy queues."""
+    """The base strategy's _queue_task builds a WorkerProcess by its
+    module-global name: point that name at ThreadWorker while we queue."""
     saved = strategy_base.WorkerProcess
     strategy_base.WorkerProcess = threadworker.ThreadWorker
     try:
@@ -81,24 +86,46 @@ def _forking_safely() -> Iterator[None]:
         yield
 
 
-class StrategyModule(LinearStrategy):
-    """linear, with threaded workers and the connection plugin loaded."""
+class ThreadedTasks:
+    """Mixed in before a builtin strategy: its tasks run on threads, the
+    connection plugin is loaded once.  Both hooks are the base strategy's
+    (``__init__`` and ``_queue_task``), which every builtin shares."""
+
+    plasmid_name = ''  # the plugin's full name, for the fallback warning
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         preload_connection()
-        self._threaded = use_threads()
+        self._threaded = use_threads(self.plasmid_name)
         if self._threaded:
             # Not with forked workers: one forked while the starting thread
             # holds the start-up lock would keep it held, and wait for it.
             client.start_broker_early()
 
     def _queue_task(self, host, task, task_vars, play_context):
+        queue = super()._queue_task
         if not self._threaded:
-            return super()._queue_task(host, task, task_vars, play_context)
+            return queue(host, task, task_vars, play_context)
         if threadworker.needs_own_process(task):
             with _forking_safely():
-                return super()._queue_task(host, task, task_vars,
-                                           play_context)
+                return queue(host, task, task_vars, play_context)
         with _workers_as_threads():
-            return super()._queue_task(host, task, task_vars, play_context)
+            return queue(host, task, task_vars, play_context)
+
+
+class StrategyModule(ThreadedTasks, LinearStrategy):
+    """linear, with threaded workers and the connection plugin loaded."""
+
+    plasmid_name = 'plasmid.accel.linear'
+
+
+class FreeStrategyModule(ThreadedTasks, FreeStrategy):
+    """free: each host runs its tasks as fast as it can, on threads."""
+
+    plasmid_name = 'plasmid.accel.free'
+
+
+class HostPinnedStrategyModule(ThreadedTasks, HostPinnedStrategy):
+    """host_pinned: free, keeping a worker slot per host until it is done."""
+
+    plasmid_name = 'plasmid.accel.host_pinned'

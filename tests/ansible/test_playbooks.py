@@ -321,6 +321,12 @@ OTHER_STRATEGIES = r"""
       become: true
     - name: free, a file
       copy: content="{{ inventory_hostname }}\n" dest=/tmp/plasmid-free-{{ inventory_hostname }}
+    - name: free, one host at a time
+      command: echo {{ inventory_hostname }}
+      throttle: 1
+    - name: free, in a forked worker
+      command: echo timed
+      timeout: 30
 - hosts: targets
   strategy: host_pinned
   gather_facts: false
@@ -350,6 +356,36 @@ def test_free_and_host_pinned_strategies_match_vanilla(
     # root interpreter serve them all, whichever worker asks.
     assert ours.stats['contexts'] == 2, ours.stats
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
+
+
+def threaded_strategies(book: str) -> str:
+    """*book* with its plays' builtin strategies replaced by ours."""
+    for name in ('free', 'host_pinned'):
+        book = book.replace('strategy: %s\n' % name,
+                            'strategy: plasmid.accel.%s\n' % name)
+    return book
+
+
+def test_the_threaded_free_and_host_pinned_strategies_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """plasmid.accel.free and plasmid.accel.host_pinned order tasks as
+    ansible.builtin's do, each task on a thread of ansible-playbook."""
+    hosts = ('t1', 't2', 't3')
+    inv = inventory(sshd, ansible_account, hosts=hosts)
+    book = threaded_strategies(OTHER_STRATEGIES)
+    assert book.count('strategy: plasmid.accel.') == 2, book
+    vanilla = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv,
+                           False)
+    assert vanilla.rc == 0, vanilla.output
+    threaded = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert_same(vanilla, threaded)
+    back = {r['host']: r['result']['stdout'] for r in threaded.results
+            if r['task'] == 'pinned, read it back'}
+    assert back == {h: h for h in hosts}, back
+    # Every task ran in ansible-playbook; one timed task had a fork.
+    assert threaded.stats['client_processes'] == 1 + len(hosts), \
+        threaded.stats
+    assert threaded.stats['contexts'] == 2, threaded.stats
 
 
 PARITY = r"""
