@@ -307,7 +307,7 @@ class Broker:
                 return ('error', 'no-python', str(exc))
             return ('error', 'connect', as_ssh_tells_it(exc))
         except ContextLost as exc:
-            return ('error', 'lost', str(exc))
+            return ('error', 'lost', exc.said or str(exc))
         except CallError as exc:
             return ('error', 'call', str(exc))
         except Exception as exc:  # a bad request must not kill the broker
@@ -624,7 +624,8 @@ def _made_in(answer: tuple, name: str) -> Optional[str]:
 def as_ssh_tells_it(exc: ConnectError) -> str:
     """Why a login failed, as ansible-core shows it: in ssh's own words
     (its stderr) when ssh ended by itself; in ours when we stopped it (a
-    refused password, a timeout) or it said nothing."""
+    refused password, a timeout) or it said nothing.  A lost login is
+    told likewise: ssh's last words if it said any (``ContextLost.said``)."""
     return exc.output if exc.output and exc.ended else str(exc)
 
 

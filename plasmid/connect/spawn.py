@@ -27,6 +27,10 @@ from plasmid.connect.process import Process
 
 READY = b'PLASMID-READY\n'
 REAP_TIMEOUT = 5.0
+# How long a link whose program's stdout has ended waits for the rest of
+# its stderr (ssh's reason for a lost connection) before it closes.
+LAST_WORDS_WAIT = 0.5
+LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
 
@@ -149,11 +153,7 @@ class Handshake(object):
             if exc.errno == errno.EAGAIN:
                 return
             # Most often it is ending (ssh refused at once): say why.
-            self._drain_stderr(1.0)
-            reason = self._exit_reason()
-            if self.proc.poll() is None:
-                self.fail('the process stopped reading its input')
-            self.fail(reason, ended=True)
+            self._fail_ending('the process stopped reading its input')
         self.to_write = self.to_write[n:]
 
     def _read(self, fd):
@@ -163,8 +163,8 @@ class Handshake(object):
             data = b''  # EIO: the pty's other side is gone
         if fd == self.proc.stdout:
             if not data:
-                self._drain_stderr(1.0)
-                self.fail(self._exit_reason(), ended=True)
+                self._fail_ending('the process closed its output during '
+                                  'start-up')
             return self._on_stdout(data)
         if not data:
             self.open.discard(fd)
@@ -174,6 +174,16 @@ class Handshake(object):
         if fd == self._prompt_fds()[0]:
             self._check_prompt(data)
         return None
+
+    def _fail_ending(self, if_running):
+        """Fail a start that broke off (stdout closed, stdin refused):
+        with the exit's reason and last words if the process ended, with
+        *if_running* if it still runs after _exit_reason's grace."""
+        self._drain_stderr(1.0)
+        reason = self._exit_reason()
+        if self.proc.poll() is None:
+            self.fail(if_running)
+        self.fail(reason, ended=True)
 
     def _drain_stderr(self, timeout):
         """Collect what an ending process still writes to stderr: its
@@ -294,7 +304,8 @@ def _connect(router, spec, blob, method, tty):
     router.add_child(stream, spec['context_id'])
     router.loop.defer(stream.start)
     if proc.stderr is not None:
-        ErrorOutput(router.loop, proc, spec['name']).start()
+        stream.error_output = ErrorOutput(router.loop, proc, spec['name'])
+        stream.error_output.start()
     return stream, info
 
 
@@ -302,13 +313,42 @@ class ErrorOutput(object):
     """Keeps reading a child program's stderr after boot and logs it.
 
     ssh may still have things to say (warnings, a dropped connection), and
-    a closed pipe would kill it with SIGPIPE.
+    a closed pipe would kill it with SIGPIPE.  The last lines are kept as
+    the program's last words: why the link was lost, in its own words.
     """
 
     def __init__(self, loop, proc, name):
         self.loop = loop
         self.proc = proc
         self.log = logging.getLogger('plasmid.ctx.' + name)
+        self.tail = u''  # the last words, as written (ssh ends lines \r\n)
+        self.ended = False
+        self.closing = None  # the stream's close, held for the last words
+
+    def said(self):
+        """The last lines the program wrote, '' if none."""
+        return self.tail
+
+    def _keep(self, text):
+        tail = self.tail + text
+        if len(tail) > LAST_WORDS_SIZE:
+            tail = tail[-LAST_WORDS_SIZE:]
+            tail = tail[tail.find('\n') + 1:]  # whole lines only
+        self.tail = tail
+
+    def linger(self, close):
+        """Call *close* once stderr has ended (the program exits), or after
+        LAST_WORDS_WAIT if something else holds it open; loop thread."""
+        if self.ended:
+            close()
+            return
+        self.closing = close
+        self.loop.call_later(LAST_WORDS_WAIT, self._release)
+
+    def _release(self):
+        close, self.closing = self.closing, None
+        if close is not None:
+            close()
 
     def start(self):
         set_nonblocking(self.proc.stderr)
@@ -323,8 +363,12 @@ class ErrorOutput(object):
             self.loop.remove_fd(self.proc.stderr)
             os.close(self.proc.stderr)
             self.proc.stderr = None
+            self.ended = True
+            self._release()
             return
-        for line in data.decode('utf-8', 'replace').splitlines():
+        text = data.decode('utf-8', 'replace')
+        self._keep(text)
+        for line in text.splitlines():
             if line.strip():
                 self.log.warning('%s', line)
 

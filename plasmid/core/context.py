@@ -169,7 +169,8 @@ class Context(object):
         context instead of being raised here.
         """
         if self.context_id in self.router.lost:
-            raise ContextLost('context %s is gone' % (self.name,))
+            raise ContextLost('context %s is gone' % (self.name,),
+                              self.router.lost_said.get(self.context_id, ''))
         self.router.send(self._call_message(func, args, kwargs, 0))
 
     def is_alive(self):

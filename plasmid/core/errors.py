@@ -44,7 +44,16 @@ class ConnectError(Error):
 
 
 class ContextLost(Error):
-    """A context, or a hop on its route, went away."""
+    """A context, or a hop on its route, went away.
+
+    ``said`` is what the program that carried the link (ssh) wrote on
+    stderr after the context had started, up to its exit ('' if nothing,
+    or if the link was further away than this context's own child).
+    """
+
+    def __init__(self, message, said=''):
+        Error.__init__(self, message)
+        self.said = said
 
 
 class TimeoutError(Error, builtin_timeout):

@@ -102,6 +102,10 @@ class Loop(object):
         self.readers[fd] = callback
         self._update(fd)
 
+    def remove_reader(self, fd):
+        self.readers.pop(fd, None)
+        self._update(fd)
+
     def remove_fd(self, fd):
         self.readers.pop(fd, None)
         self.writers.pop(fd, None)

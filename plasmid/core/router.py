@@ -55,6 +55,7 @@ class Router(object):
         self.pending = {}    # reply handle -> (target id, Latch)
         self.lost = set()    # ids of contexts known to be gone
         self.lost_reason = {}
+        self.lost_said = {}  # ids -> the lost link's program's last words
         self.on_lost = []    # callbacks(ids) when contexts go away
         self.on_parent_lost = []
         self.lock = threading.Lock()
@@ -222,7 +223,11 @@ class Router(object):
 
     def _on_stream_closed(self, stream):
         ids = [cid for cid, s in list(self.routes.items()) if s is stream]
-        self.lose(ids, 'the connection to %s was lost' % (stream.name,))
+        reason = 'the connection to %s was lost' % (stream.name,)
+        said = stream.error_output.said() if stream.error_output else ''
+        if said:
+            reason += ': ' + ' '.join(said.split())
+        self.lose(ids, reason, said)
         if stream is self.parent:
             for callback in self.on_parent_lost:
                 callback()
@@ -238,14 +243,16 @@ class Router(object):
         if stream is not None and context_id not in self.routes:
             self.add_route(context_id, stream)
 
-    def lose(self, ids, reason):
-        """Forget routes to *ids*, fail what waits on them, tell upward."""
+    def lose(self, ids, reason, said=''):
+        """Forget routes to *ids*, fail what waits on them, tell upward
+        (*said*: the link's program's last words, kept here only)."""
         if not ids:
             return
         for cid in ids:
             self.routes.pop(cid, None)
             self.lost.add(cid)
             self.lost_reason[cid] = reason
+            self.lost_said[cid] = said
         self._fail_pending(set(ids))
         for callback in self.on_lost:
             callback(ids)
@@ -261,7 +268,8 @@ class Router(object):
             self.handlers.pop(handle, None)
             reason = self.lost_reason.get(target, 'context lost')
             latch.set(error=ContextLost('context %d is gone: %s'
-                                        % (target, reason)))
+                                        % (target, reason),
+                                        self.lost_said.get(target, '')))
 
     def decode(self, msg, context_factory=None):
         return codec.decode(msg.data, context_factory)

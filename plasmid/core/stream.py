@@ -36,6 +36,9 @@ class Stream(object):
         self.closed = False
         self.on_close = []  # callbacks(stream) once the stream is gone
         self.process = None  # the local process at the other end, if any
+        # Where that process's stderr goes (spawn.ErrorOutput): asked to
+        # hold the close until its last words are in, and for them.
+        self.error_output = None
         self.bytes_in = 0
         self.bytes_out = 0
         for fd in set((rfd, wfd)):
@@ -89,7 +92,7 @@ class Stream(object):
                 LOG.error('%r: closing: the stream ended inside a frame '
                           '(%d bytes of it received)', self,
                           self.reader.pending())
-            self.close()
+            self._end_of_input()
             return
         self.bytes_in += len(data)
         try:
@@ -103,6 +106,16 @@ class Stream(object):
             self.router.receive(msg)
             if self.closed:
                 return
+
+    def _end_of_input(self):
+        """The neighbour's output ended: close, once a program at the other
+        end has said why on its stderr (ssh writes "Connection to ...
+        closed" as it exits, after its stdout has closed)."""
+        if self.error_output is None:
+            self.close()
+            return
+        self.loop.remove_reader(self.rfd)
+        self.error_output.linger(self.close)
 
     # ----------------------------------------------------------- output
 

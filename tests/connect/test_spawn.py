@@ -103,6 +103,9 @@ FAILURES = {
     'no program': dict(python_path='/nonexistent/plasmid/python'),
     # The program starts, but exits without booting.
     'exits': dict(python_path=[sys.executable, '-c', 'raise SystemExit(3)']),
+    # The program closes its stdout, but goes on running: killed.
+    'closes its output': dict(python_path=[
+        sys.executable, '-c', 'import os, time; os.close(1); time.sleep(30)']),
     # The program starts and never answers: killed at connect_timeout.
     'silent': dict(python_path=[sys.executable, '-c',
                                 'import time; time.sleep(60)'],
@@ -143,3 +146,66 @@ def test_timeout_message_names_the_timeout() -> None:
         with pytest.raises(plasmid.ConnectError) as info:
             router.local(**FAILURES['silent'])
     assert 'no answer within 1s' in str(info.value)
+
+
+def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
+    """An exit during start-up gives the program's last words and counts
+    as its own ending; a program that closes its output but lives on is
+    stopped by us, and says so."""
+    with plasmid.Router() as router:
+        with pytest.raises(plasmid.ConnectError) as exited:
+            router.local(python_path=[
+                sys.executable, '-c',
+                'import sys; sys.stderr.write("going away\\n"); sys.exit(3)'])
+        with pytest.raises(plasmid.ConnectError) as closed:
+            router.local(**FAILURES['closes its output'])
+    assert exited.value.ended is True
+    assert exited.value.output == 'going away\n'
+    assert str(exited.value).endswith(
+        'the process exited during start-up: going away'), exited.value
+    assert closed.value.ended is False
+    assert str(closed.value).endswith(
+        'the process closed its output during start-up'), closed.value
+
+
+# ------------------------------------------ a lost link's last words
+
+def _wrapped(after_exit: str) -> list:
+    """A python_path whose interpreter runs under sh; when it ends, sh
+    closes its stdout (the link ends there) and runs *after_exit*, as
+    ssh does when its session ends: stdout first, then its reason."""
+    return ['sh', '-c', '"$@"; exec 1>&-; ' + after_exit, 'sh',
+            sys.executable]
+
+
+def test_a_lost_link_gives_its_programs_last_words() -> None:
+    """The words come after the link's stdout has ended: the stream
+    waits for them, and the calls that were waiting get them."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=_wrapped(
+            'sleep 0.2; echo "Connection to far closed by remote host." >&2'))
+        with pytest.raises(plasmid.ContextLost) as lost:
+            ctx.call(os._exit, 0)
+        with pytest.raises(plasmid.ContextLost) as later:
+            ctx.call_no_reply(os.getpid)
+    said = 'Connection to far closed by remote host.\n'
+    assert lost.value.said == said
+    assert str(lost.value).endswith(
+        'was lost: Connection to far closed by remote host.'), lost.value
+    assert later.value.said == said
+
+
+def test_a_link_whose_stderr_stays_open_is_lost_without_words() -> None:
+    """A program that keeps stderr open after its stdout has ended does
+    not hold the loss up: it comes after LAST_WORDS_WAIT, the program
+    still running, and says only what was said by then."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=_wrapped('exec sleep 30'))
+        wrapper = ctx.stream.process
+        with pytest.raises(plasmid.ContextLost) as lost:
+            ctx.call(os._exit, 0)
+        running = wrapper.poll() is None  # sh still sleeps, stderr open
+        wrapper.kill()
+    assert running
+    assert lost.value.said == ''
+    assert str(lost.value).endswith('was lost'), lost.value

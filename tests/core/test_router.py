@@ -35,6 +35,7 @@ class FakeStream:
         self.closed = False
         self.on_close: list[Callable] = []
         self.sent: list[bytes] = []
+        self.error_output = None  # no program at the other end
 
     def __repr__(self) -> str:
         return 'FakeStream(%s)' % self.name
