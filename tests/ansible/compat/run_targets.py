@@ -25,8 +25,9 @@ ansible-test also points ANSIBLE_STRATEGY_PLUGINS at
 ``test/support/integration/plugins/strategy``, where ``linear.py`` then is
 plasmid.accel.linear (``STRATEGY_SHIM``), which leaves a marker file each
 time the strategy is made: the default strategy name ``linear`` means ours, and the
-markers prove it ran (targets that choose another strategy, like ``free``,
-run that one).
+markers prove it ran.  ``free.py`` and ``host_pinned.py`` there are
+plasmid.accel.free and plasmid.accel.host_pinned likewise, for targets that
+choose those (other strategies, like ``debug``, run ansible-core's).
 
 Targets ansible-test runs "on the controller" (alias context/controller)
 get connection ``local`` from ansible-test whatever --target says; the
@@ -112,6 +113,12 @@ TARGETS = (
     'wait_for_connection', 'gathering_facts',
 )
 
+# Targets beyond the issue's that choose the free or host_pinned strategy:
+# run in modes vanilla and plasmid-strategy, they try plasmid's threaded
+# free and host_pinned (a table of their own in the report).
+STRATEGY_TARGETS = ('strategy_free', 'strategy_host_pinned', 'includes',
+                    'includes_race', 'handler_race')
+
 # What targets leave behind on the machine that makes their next run fail
 # (ansible's CI gives each run a fresh container): removed before each run.
 # 'user:NAME' is an account the target creates (removed with its home).
@@ -166,22 +173,27 @@ _os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
     %r, 'broker-%%s.json' %% _uuid.uuid4().hex))
 '''
 
+# Builtin strategy file -> the plasmid class that extends it.
+SHIMMED_STRATEGIES = {'linear.py': 'StrategyModule',
+                      'free.py': 'FreeStrategyModule',
+                      'host_pinned.py': 'HostPinnedStrategyModule'}
+
 STRATEGY_SHIM = '''
 # Written by tests/ansible/compat/run_targets.py: in this tree the strategy
-# name "linear" means plasmid.accel.linear.  ansible-core loads this file
-# as ansible.plugins.strategy.linear, the name of the builtin strategy that
+# named by this file means plasmid's (plasmid.accel.linear for linear.py).
+# ansible-core loads this file under the name of the builtin strategy that
 # plasmid's extends: the builtin is loaded under that name first.
 import importlib.util as _util, os as _os, sys as _sys, uuid as _uuid
 import ansible.plugins.strategy as _package
 
 _me = _sys.modules.get(__name__)
 _spec = _util.spec_from_file_location(
-    __name__, _os.path.join(_package.__path__[0], 'linear.py'))
+    __name__, _os.path.join(_package.__path__[0], %(file)r))
 _builtin = _util.module_from_spec(_spec)
 _sys.modules[__name__] = _builtin
 try:
     _spec.loader.exec_module(_builtin)
-    from plasmid.ansible.strategy import StrategyModule as _Accelerated
+    from plasmid.ansible.strategy import %(cls)s as _Accelerated
 finally:
     if _me is not None:
         _sys.modules[__name__] = _me
@@ -193,7 +205,7 @@ class StrategyModule(_Accelerated):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        with open(_os.path.join(%r, 'strategy-%%s.%%s' %% (
+        with open(_os.path.join(%(stats)r, 'strategy-%%s.%%s' %% (
                 _uuid.uuid4().hex, 'thread' if self._threaded else 'fork')),
                 'w'):
             pass
@@ -270,7 +282,9 @@ class Tree:
                 text = handle.read()
             self._shim('connection', 'ssh.py', text + STATS_LINE % self.stats_dir)
         if mode == 'plasmid-strategy':
-            self._shim('strategy', 'linear.py', STRATEGY_SHIM % self.stats_dir)
+            for name, cls in SHIMMED_STRATEGIES.items():
+                self._shim('strategy', name, STRATEGY_SHIM % {
+                    'file': name, 'cls': cls, 'stats': self.stats_dir})
 
     def plugin_dir(self, kind: str) -> str:
         """Where ansible-test looks for the tree's own plugins of *kind*."""
@@ -844,6 +858,36 @@ def result_cell(res: dict, van: Optional[dict]) -> str:
     return text
 
 
+def results_table(found: dict, versions: list, shown: list, names) -> list[str]:
+    """A table of *names* by version, a cell per mode, and its pass counts."""
+    out = ['| target | ' + ' | '.join(versions) + ' |',
+           '|---|' + '---|' * len(versions)]
+    summary: dict = {v: {m: [0, 0] for m in MODES} for v in versions}
+    for name in names:
+        cells = []
+        for v in versions:
+            van = found.get((v, 'vanilla', name))
+            parts = []
+            for mode in shown:
+                res = found.get((v, mode, name))
+                if res is None:
+                    parts.append('–')
+                    continue
+                if res['context'] == 'missing':
+                    parts.append('n/a')
+                    continue
+                summary[v][mode][1] += 1
+                if res['passed']:
+                    summary[v][mode][0] += 1
+                parts.append(result_cell(res, van))
+            cells.append(' / '.join(parts))
+        out.append('| %s | %s |' % (name, ' | '.join(cells)))
+    out += ['', '| passed | ' + ' | '.join(
+        ' / '.join('%d/%d' % tuple(summary[v][m]) for m in shown)
+        for v in versions) + ' |', '']
+    return out
+
+
 def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
     found, metas = load_results(results)
     if only:
@@ -861,9 +905,10 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
            'plasmid.accel.ssh (*plasmid*). `connection` is the hidden conformance suite,',
            'run like connection_ssh runs it (two hosts, pipelining on and off).', '',
            'A third column, where present, is *plasmid-strategy*: the same plus the',
-           'optional threaded strategy, which the default strategy name `linear`',
-           'resolves to in that copy of the tree (`--modes plasmid-strategy`; targets',
-           'that choose another strategy run that one).', '',
+           'optional threaded strategies, which the strategy names `linear` (the',
+           'default), `free` and `host_pinned` resolve to in that copy of the tree',
+           '(`--modes plasmid-strategy`; targets that choose another strategy run',
+           'that one).', '',
            '## How to reproduce', '',
            'One command runs the targets for the versions it is given and rewrites this',
            'file from every result under build/ansible-compat/ (as root, after .ci/setup',
@@ -916,31 +961,16 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
             'target-side target in which no broker ran; `n/a` = no such target in that',
             'release; `–` = not run. With the strategy: `(no strategy)` = it was never',
             'made (the target chose another), `(forked)` = it ran with forked workers.', '']
-    header = '| target | ' + ' | '.join(versions) + ' |'
-    out += [header, '|---|' + '---|' * len(versions)]
-    summary: dict = {v: {m: [0, 0] for m in MODES} for v in versions}
-    for name in names:
-        cells = []
-        for v in versions:
-            van = found.get((v, 'vanilla', name))
-            parts = []
-            for mode in shown:
-                res = found.get((v, mode, name))
-                if res is None:
-                    parts.append('–')
-                    continue
-                if res['context'] == 'missing':
-                    parts.append('n/a')
-                    continue
-                summary[v][mode][1] += 1
-                if res['passed']:
-                    summary[v][mode][0] += 1
-                parts.append(result_cell(res, van))
-            cells.append(' / '.join(parts))
-        out.append('| %s | %s |' % (name, ' | '.join(cells)))
-    out += ['', '| passed | ' + ' | '.join(
-        ' / '.join('%d/%d' % tuple(summary[v][m]) for m in shown)
-        for v in versions) + ' |', '']
+    out += results_table(found, versions, shown, targets)
+    extra = [t for t in STRATEGY_TARGETS if any(k[2] == t for k in found)]
+    if extra:
+        out += ['### Targets that choose free or host_pinned', '',
+                'Beyond the issue\'s list: ansible-core\'s targets that run plays with the',
+                '`free` or `host_pinned` strategy, which the plasmid-strategy mode resolves',
+                'to plasmid.accel.free and plasmid.accel.host_pinned (run with',
+                '`--targets %s --modes vanilla,plasmid-strategy`).' % ','.join(STRATEGY_TARGETS),
+                '']
+        out += results_table(found, versions, shown, extra)
     out += ['## Failures', '',
             'The first meaningful error line of each failing run\'s log.', '']
     for v in versions:
