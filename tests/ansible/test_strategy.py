@@ -52,3 +52,19 @@ def test_an_unknown_task_executor_gets_forked_workers_and_a_warning(
     warning = ' '.join(probe.stderr.split())
     assert 'plasmid.accel.free: this ansible-core runs tasks in a way ' \
         'plasmid does not know; using forked workers' in warning, probe
+
+
+def test_each_plugin_documents_itself(ansible_bin):
+    """ansible-doc reads each plugin's DOCUMENTATION from its file's text:
+    a plugin whose text does not parse shows an error there instead."""
+    for kind, name in (('strategy', 'linear'), ('strategy', 'free'),
+                       ('strategy', 'host_pinned'),
+                       ('connection', 'ssh'), ('callback', 'preload')):
+        shown = subprocess.run(
+            [os.path.join(ansible_bin, 'ansible-doc'), '-t', kind,
+             'plasmid.accel.' + name], cwd='/', capture_output=True,
+            text=True, env=dict(os.environ, ANSIBLE_NOCOLOR='1'))
+        assert shown.returncode == 0, shown
+        assert shown.stdout.startswith(
+            '> %s plasmid.accel.%s ' % (kind.upper(), name)), shown.stdout
+        assert 'ERROR' not in shown.stderr, shown.stderr

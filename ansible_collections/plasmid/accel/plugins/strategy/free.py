@@ -1,5 +1,5 @@
-# The plasmid accelerator's optional free strategy; the behaviour lives in
-# plasmid.ansible.strategy.
+# The plasmid accelerator's optional free strategy; the behaviour lives
+# in plasmid.ansible.strategy.
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -7,14 +7,9 @@ name: free
 short_description: ansible.builtin.free, with each task on a thread instead of a fork
 description:
   - Lets each host run through its tasks as fast as it can, exactly like
-    C(ansible.builtin.free), but runs each task on a thread of ansible-playbook
-    instead of forking a worker process per task and host, and loads the
-    C(plasmid.accel.ssh) connection plugin there once.
-  - Set the environment variable PLASMID_ANSIBLE_WORKERS=fork to keep forked
-    workers (the connection plugin still loaded before they fork). An ansible-core
-    whose task executor plasmid does not know gets forked workers and a warning.
-  - Optional; strategies from outside ansible.builtin are deprecated since
-    ansible-core 2.19, which warns about them.
+    C(ansible.builtin.free), with each task on a thread of ansible-playbook as in
+    C(plasmid.accel.linear), whose documentation tells the rest (PLASMID_ANSIBLE_WORKERS,
+    the fallback to forked workers, the deprecation warning).
 author: plasmid developers
 version_added: "0.1.0"
 """
