@@ -8,6 +8,7 @@ round trip beyond ssh's own.
 """
 from __future__ import absolute_import
 import base64
+import collections
 import errno
 import logging
 import os
@@ -30,6 +31,9 @@ REAP_TIMEOUT = 5.0
 # How long a link whose program's stdout has ended waits for the rest of
 # its stderr (ssh's reason for a lost connection) before it closes.
 LAST_WORDS_WAIT = 0.5
+# Only what it wrote from this long before its stdout ended counts: older
+# lines (a warning at start-up) say nothing of why the link went.
+LAST_WORDS_RECENT = 1.0
 LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
@@ -321,24 +325,26 @@ class ErrorOutput(object):
         self.loop = loop
         self.proc = proc
         self.log = logging.getLogger('plasmid.ctx.' + name)
-        self.tail = u''  # the last words, as written (ssh ends lines \r\n)
+        # (time, text) as read, as written (ssh ends its lines \r\n)
+        self.recent = collections.deque(maxlen=64)
+        self.input_ended = None  # when the link's stdout ended
         self.ended = False
         self.closing = None  # the stream's close, held for the last words
 
     def said(self):
-        """The last lines the program wrote, '' if none."""
-        return self.tail
-
-    def _keep(self, text):
-        tail = self.tail + text
-        if len(tail) > LAST_WORDS_SIZE:
-            tail = tail[-LAST_WORDS_SIZE:]
-            tail = tail[tail.find('\n') + 1:]  # whole lines only
-        self.tail = tail
+        """What the program wrote shortly before its stdout ended (or
+        before now) and since, up to LAST_WORDS_SIZE; '' if nothing."""
+        since = (self.input_ended or time.time()) - LAST_WORDS_RECENT
+        text = u''.join(t for stamp, t in self.recent if stamp >= since)
+        if len(text) > LAST_WORDS_SIZE:
+            text = text[-LAST_WORDS_SIZE:]
+            text = text[text.find('\n') + 1:]  # whole lines only
+        return text
 
     def linger(self, close):
         """Call *close* once stderr has ended (the program exits), or after
         LAST_WORDS_WAIT if something else holds it open; loop thread."""
+        self.input_ended = time.time()
         if self.ended:
             close()
             return
@@ -367,7 +373,7 @@ class ErrorOutput(object):
             self._release()
             return
         text = data.decode('utf-8', 'replace')
-        self._keep(text)
+        self.recent.append((time.time(), text))
         for line in text.splitlines():
             if line.strip():
                 self.log.warning('%s', line)

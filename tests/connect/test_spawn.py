@@ -5,6 +5,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 import zlib
 
 import pytest
@@ -180,10 +181,13 @@ def _wrapped(after_exit: str) -> list:
 
 def test_a_lost_link_gives_its_programs_last_words() -> None:
     """The words come after the link's stdout has ended: the stream
-    waits for them, and the calls that were waiting get them."""
+    waits for them, and the calls that were waiting get them.  What the
+    program wrote long before does not count."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=_wrapped(
             'sleep 0.2; echo "Connection to far closed by remote host." >&2'))
+        ctx.call(os.write, 2, b'an old warning\n')
+        time.sleep(spawn.LAST_WORDS_RECENT + 0.3)
         with pytest.raises(plasmid.ContextLost) as lost:
             ctx.call(os._exit, 0)
         with pytest.raises(plasmid.ContextLost) as later:
