@@ -307,7 +307,7 @@ class Broker:
                 return ('error', 'no-python', str(exc))
             return ('error', 'connect', as_ssh_tells_it(exc))
         except ContextLost as exc:
-            return ('error', 'lost', exc.said or str(exc))
+            return ('error', 'lost', as_ssh_tells_it(exc))
         except CallError as exc:
             return ('error', 'call', str(exc))
         except Exception as exc:  # a bad request must not kill the broker
@@ -621,12 +621,16 @@ def _made_in(answer: tuple, name: str) -> Optional[str]:
     return said[len(name) + 1:-len(name) - 1]
 
 
-def as_ssh_tells_it(exc: ConnectError) -> str:
-    """Why a login failed, as ansible-core shows it: in ssh's own words
-    (its stderr) when ssh ended by itself; in ours when we stopped it (a
-    refused password, a timeout) or it said nothing.  A lost login is
-    told likewise: ssh's last words if it said any (``ContextLost.said``)."""
-    return exc.output if exc.output and exc.ended else str(exc)
+def as_ssh_tells_it(exc: ConnectError | ContextLost) -> str:
+    """Why a login failed or was lost, as ansible-core shows it: in ssh's
+    own words when it gave them (a failed login's stderr if ssh ended by
+    itself; a lost one's last words, ``ContextLost.said``), in ours when
+    we stopped it (a refused password, a timeout) or it said nothing."""
+    if isinstance(exc, ContextLost):
+        words = exc.said
+    else:
+        words = exc.output if exc.ended else ''
+    return words or str(exc)
 
 
 def peer_pid(conn: socket.socket) -> int:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 
 from runner import inventory, run_playbook
-from test_playbooks import assert_same
+from test_playbooks import STRATEGY, assert_same
+from testbed.accounts import USER_B
 
 PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'become_plugins')
@@ -49,8 +50,6 @@ BOOK = """
 
 def test_an_unknown_become_plugin_runs_as_given_like_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
-    from test_playbooks import STRATEGY
-    from testbed.accounts import USER_B
     book = BOOK % {'tag': os.getpid(), 'refused': USER_B}
     inv = inventory(sshd, ansible_account)
     env = {'ANSIBLE_BECOME_PLUGINS': PLUGINS}
