@@ -30,7 +30,7 @@ import plasmid
 from plasmid.ansible import hangup, target, wire, zips
 from plasmid.ansible.client import Client
 from plasmid.core.errors import CallError, ConnectError, ContextLost
-from plasmid.connect import spawn
+from plasmid.connect import process, spawn
 
 LOG = logging.getLogger('plasmid.ansible.broker')
 
@@ -724,9 +724,34 @@ def main(argv: list[str]) -> int:
     watch(watch_pid, stop)
     tell_starter_ready()
     while True:
-        conn, _ = server.accept()
+        conn = accept(server)
         threading.Thread(target=broker.serve, args=(conn,), daemon=True,
                          name='plasmid-worker').start()
+
+
+def accept(server: socket.socket) -> socket.socket:
+    """The next worker's connection.  Out of descriptors, it waits for
+    some to be freed (the worker waits in the backlog meanwhile) rather
+    than end the broker and every host's context with it; each connection
+    also raises the soft limit when it comes close (see
+    ``process.make_room_for_descriptors``)."""
+    warned = False
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            if not process.make_room_for_descriptors(None):
+                if not warned:
+                    LOG.warning('out of file descriptors: workers wait (%s)',
+                                exc)
+                    warned = True
+                time.sleep(0.05)
+            continue
+        # A HangupWatch will open two more.
+        process.make_room_for_descriptors(conn.fileno() + 2)
+        return conn
 
 
 if __name__ == '__main__':

@@ -26,12 +26,12 @@ import io
 import logging
 import marshal
 import os
-import select
 import signal
 import struct
 import sys
 
 from plasmid.core import dispatch
+from plasmid.core.loop import wait_for
 
 LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')
@@ -338,13 +338,7 @@ def _read_all(fds):
     chunks = dict((fd, []) for fd in fds)
     open_fds = list(fds)
     while open_fds:
-        try:
-            ready, _, _ = select.select(open_fds, [], [])
-        except (OSError, select.error) as exc:
-            if exc.args[0] == errno.EINTR:
-                continue
-            raise
-        for fd in ready:
+        for fd in wait_for(open_fds)[0]:
             data = os.read(fd, 65536)
             if data:
                 chunks[fd].append(data)

@@ -10,9 +10,10 @@ so its socket turning readable then means it hung up.
 from __future__ import annotations
 
 import os
-import select
 import socket
 import threading
+
+from plasmid.core.loop import wait_for
 
 
 class WorkerGone(Exception):
@@ -25,7 +26,7 @@ class HangupWatch:
 
     def __init__(self, conn: socket.socket) -> None:
         self.conn = conn
-        # Written to when a future is done: select() wakes for either.
+        # Written to when a future is done: wait() wakes for either.
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -40,7 +41,7 @@ class HangupWatch:
         costs one more look."""
         future.add_done_callback(self._wake)
         while not future.done():
-            ready, _, _ = select.select([self.conn, self._wake_r], [], [])
+            ready = wait_for([self.conn, self._wake_r])[0]
             if self._wake_r in ready:
                 self._drain()
             if self.conn in ready and not future.done():

@@ -17,13 +17,13 @@ from __future__ import absolute_import
 import errno
 import hashlib
 import os
-import select
 import signal
 import subprocess
 import sys
 import zlib
 
 from plasmid.ansible import forks, vfork, warm
+from plasmid.core.loop import wait_for
 
 _ZIPS = {}  # digest -> ZipModules
 _FILES = {}  # sha1 of a payload file's content -> the content
@@ -471,7 +471,7 @@ def _read_through_become(proc, fds, seen, type_in, pattern, password,
     deadline = time.time() + timeout
     while True:
         left = deadline - time.time()
-        ready = left > 0 and select.select(fds, [], [], left)[0]
+        ready = left > 0 and wait_for(fds, (), left)[0]
         if not ready:
             _kill(proc)
             seen[fds[-1]] += b'\nplasmid: timed out waiting for become\n'

@@ -1,5 +1,6 @@
 """Start a child process wired up with pipes (and a tty when needed)."""
 from __future__ import absolute_import
+import errno
 import fcntl
 import os
 import signal
@@ -9,6 +10,10 @@ import termios
 
 from plasmid.core.errors import ConnectError
 from plasmid.core.loop import widen_pipe
+
+# How close to the soft limit on open descriptors a new one may come before
+# the limit is raised (see make_room_for_descriptors).
+DESCRIPTOR_HEADROOM = 64
 
 
 class Process(object):
@@ -23,13 +28,10 @@ class Process(object):
 
     def __init__(self, argv, tty=False):
         self.argv = argv
-        pipes = [os.pipe() for _ in range(3)]
+        pipes, (self.tty_fd, tty_slave) = _open_descriptors(argv, tty)
         for read_end, write_end in pipes[:2]:
             widen_pipe(write_end)
-        self.tty_fd = None
-        tty_slave = None
         if tty:
-            self.tty_fd, tty_slave = os.openpty()
             _disable_echo(tty_slave)
 
         try:
@@ -40,6 +42,8 @@ class Process(object):
         except OSError as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                raise _descriptor_error(argv, exc)
             raise ConnectError('cannot run %s: %s' % (argv[0], exc))
         for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
             _close(fd)
@@ -79,6 +83,81 @@ class Process(object):
                 os.kill(self.pid, signal.SIGTERM)
             except OSError:
                 pass
+
+
+def _open_descriptors(argv, tty):
+    """Three pipes, and a pty if *tty*: ``(pipes, (master, slave))``.  Out
+    of descriptors, the soft limit is raised and the opening tried again
+    once; still out, a ConnectError says which limit."""
+    for last_try in (False, True):
+        opened = []
+        try:
+            for _ in range(3):
+                opened.append(os.pipe())
+            if tty:
+                opened.append(os.openpty())
+        except OSError as exc:
+            for fd in _flatten(opened):
+                _close(fd)
+            if exc.errno == errno.EMFILE and not last_try and \
+                    make_room_for_descriptors(None):
+                continue
+            raise _descriptor_error(argv, exc)
+        make_room_for_descriptors(max(_flatten(opened)))
+        return opened[:3], (opened[3] if tty else (None, None))
+
+
+def make_room_for_descriptors(highest):
+    """Raise this process's soft limit on open descriptors when *highest*,
+    one it has just opened, comes within DESCRIPTOR_HEADROOM of it (None:
+    none could be opened): to twice the limit, at most the hard limit.
+    Return whether it was raised.
+
+    Each context started from here holds three descriptors, and the usual
+    soft limit of 1024 (kept low for the sake of select(), which plasmid
+    does not use) would otherwise stop a master at about three hundred
+    contexts.  Descriptors are handed out lowest first, so the newest
+    one's number tells how many are open.
+    """
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: nothing to raise
+        return False
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or (
+            highest is not None and highest + DESCRIPTOR_HEADROOM < soft):
+        return False
+    wanted = max(soft * 2, (highest or 0) + 2 * DESCRIPTOR_HEADROOM)
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    if wanted <= soft:
+        return False
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ValueError, OSError):  # above the kernel's own ceiling
+        return False
+    return True
+
+
+def _descriptor_error(argv, exc):
+    """The ConnectError for a process that could not be started because
+    this one has no descriptor left: say which limit, and what to do."""
+    if exc.errno == errno.EMFILE:
+        try:
+            import resource
+            limits = '%s, hard limit %s' % resource.getrlimit(
+                resource.RLIMIT_NOFILE)
+        except ImportError:
+            limits = 'unknown'
+        return ConnectError(
+            'cannot run %s: this process has used up its open file '
+            'descriptors (limit %s; each context started from here holds '
+            'three): raise the hard limit (ulimit -Hn) or start contexts '
+            'through intermediaries' % (argv[0], limits))
+    if exc.errno == errno.ENFILE:
+        return ConnectError('cannot run %s: the system has no file '
+                            'descriptor left (%s)' % (argv[0], exc))
+    return ConnectError('cannot run %s: %s' % (argv[0], exc))
 
 
 def _session_arguments(tty_slave):

@@ -13,7 +13,6 @@ import errno
 import logging
 import os
 import re
-import select
 import sys
 import time
 import zlib
@@ -21,12 +20,13 @@ import zlib
 from plasmid.core import codec
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
-from plasmid.core.loop import set_nonblocking
+from plasmid.core.loop import set_nonblocking, wait_for
 from plasmid.core.router import BOOT, HELLO
 from plasmid.core.stream import Stream
 from plasmid.connect.process import Process
 
-READY = b'PLASMID-READY\n'
+READY_WORD = 'PLASMID-READY'
+READY = (READY_WORD + '\n').encode('ascii')
 REAP_TIMEOUT = 5.0
 # How long a link whose program's stdout has ended waits for the rest of
 # its stderr (ssh's reason for a lost connection) before it closes.
@@ -38,8 +38,11 @@ LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
 
+# READY is spelt out as a bytes literal, not with %r: a Python 2
+# intermediary's repr of bytes has no b prefix, and a Python 3 child would
+# take it for text.
 FIRST_STAGE = '''import os,sys,zlib
-os.write(1,%r)
+os.write(1,b'%s\\n')
 n=%d
 b=c=os.read(0,n)
 while c and len(b)<n:c=os.read(0,n-len(b));b+=c
@@ -50,7 +53,7 @@ exec(zlib.decompress(b))
 
 def boot_argv(python_path, blob_size):
     """The interpreter's argv: python -c <first stage>."""
-    code = FIRST_STAGE % (READY, blob_size)
+    code = FIRST_STAGE % (READY_WORD, blob_size)
     encoded = base64.b64encode(zlib.compress(code.encode('ascii'), 9))
     stub = 'import base64,zlib;exec(zlib.decompress(base64.b64decode("%s")))'
     if isinstance(python_path, str):
@@ -136,13 +139,7 @@ class Handshake(object):
             if remaining <= 0:
                 self.fail('no answer within %gs' % timeout)
             wlist = self.to_write and [self.proc.stdin] or []
-            try:
-                rlist, wlist, _ = select.select(list(self.open), wlist, [],
-                                                remaining)
-            except select.error as exc:
-                if exc.args[0] == errno.EINTR:
-                    continue
-                raise
+            rlist, wlist = wait_for(list(self.open), wlist, remaining)
             if wlist:
                 self._write()
             for fd in rlist:
@@ -196,7 +193,7 @@ class Handshake(object):
         fd = self.proc.stderr
         while fd in self.open:
             remaining = deadline - time.time()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            if remaining <= 0 or not wait_for([fd], (), remaining)[0]:
                 return
             try:
                 data = os.read(fd, 65536)

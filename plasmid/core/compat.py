@@ -28,6 +28,15 @@ def text_from_native(value):
     return value
 
 
+def bytes_from_wire(value):
+    """Bytes a Python 2 context passed on (a module's source, a data file):
+    it re-sends them as a native string, which Python 3 decodes to text
+    with ``surrogateescape``; encoding it the same way gives them back."""
+    if isinstance(value, text_type) and not PY2:
+        return value.encode('utf-8', 'surrogateescape')
+    return value
+
+
 def qualified_name(func):
     """The dotted path of *func* inside its module, as Python 3 spells it."""
     return getattr(func, '__qualname__', None) or func.__name__

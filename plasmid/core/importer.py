@@ -35,6 +35,7 @@ import sys
 import threading
 import zlib
 
+from plasmid.core import compat
 from plasmid.core.loop import Latch
 from plasmid.core.router import (FROM_CHILD, FROM_PARENT, GET_DATA,
                                  GET_MODULE, LOAD_MODULE)
@@ -62,6 +63,12 @@ class ModuleEntry(object):
         return (self.name, self.is_pkg, self.source, self.filename,
                 self.for_name, self.closure, self.related, self.absent,
                 self.after)
+
+    @classmethod
+    def from_wire(cls, value):
+        entry = cls(*value)
+        entry.source = compat.bytes_from_wire(entry.source)  # compressed
+        return entry
 
     def is_answer(self):
         return self.for_name == self.name
@@ -235,7 +242,7 @@ class Importer(object):
     # ----------------------------------------------- answers from above
 
     def _on_load(self, msg):
-        entry = ModuleEntry(*msg.value())
+        entry = ModuleEntry.from_wire(msg.value())
         self.modules_received += 1
         self.bytes_received += len(msg.data)
         behind = []
@@ -360,7 +367,11 @@ class Importer(object):
 
     def fetch_data(self, package, relpath):
         """('file', bytes), ('dir', [names]) or ('missing', None)."""
-        return self.router.decode(self.data_latch(package, relpath).wait())
+        kind, value = self.router.decode(
+            self.data_latch(package, relpath).wait())
+        if kind == 'file':
+            value = compat.bytes_from_wire(value)
+        return kind, value
 
     def _on_child_data_request(self, msg):
         package, relpath = msg.value()

@@ -28,6 +28,7 @@ _READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 _WRITE = select.POLLOUT
 _NVAL = select.POLLNVAL
 _READABLE = _READ | _NVAL
+_WRITABLE = _WRITE | select.POLLERR | select.POLLHUP | _NVAL
 
 
 class Loop(object):
@@ -357,6 +358,50 @@ if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout
 else:
     def acquire_lock(lock, timeout):
         return lock.acquire(True, -1 if timeout is None else timeout)
+
+
+def wait_for(readers, writers=(), timeout=None):
+    """Wait up to *timeout* seconds (None: for ever) until some of
+    *readers* can be read (or are at their end) or some of *writers* can
+    be written; return the two lists of those ready, as given (descriptors
+    or objects with ``fileno()``).
+
+    The blocking waits outside the loop go through here: poll(), unlike
+    select(), takes descriptors above 1023, which a master or broker with
+    hundreds of contexts has.
+    """
+    given = {}
+    masks = {}
+    for items, mask in ((readers, _READ), (writers, _WRITE)):
+        for item in items:
+            fd = item if isinstance(item, compat.int_types) else item.fileno()
+            same = given.setdefault(fd, [])
+            if not any(item is other for other in same):
+                same.append(item)
+            masks[fd] = masks.get(fd, 0) | mask
+    poller = select.poll()
+    for fd, mask in masks.items():
+        poller.register(fd, mask)
+    deadline = None if timeout is None else time.time() + timeout
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.time())
+        try:
+            events = poller.poll(None if left is None else
+                                 int(left * 1000 + 0.999))
+            break
+        except (select.error, OSError) as exc:  # Python 2: EINTR
+            if exc.args[0] != errno.EINTR:
+                raise
+    ready_r, ready_w = [], []
+    for fd, event in events:
+        for item in given[fd]:
+            if item in readers and event & _READABLE:
+                ready_r.append(item)
+            # A pipe whose reader has gone reports an error: writing then
+            # fails at once instead of blocking, which is what callers ask.
+            if item in writers and event & _WRITABLE:
+                ready_w.append(item)
+    return ready_r, ready_w
 
 
 F_SETPIPE_SZ = 1031  # Linux; elsewhere the call fails and nothing changes

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -10,6 +11,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import pytest
 
 from plasmid.ansible import broker, wire
 
@@ -183,3 +186,34 @@ def _as_account(account: str, body: str, expected: str) -> None:
         os.chmod(folder, 0o755)
         shutil.rmtree(folder)
     assert out.strip() == expected
+
+
+def test_a_broker_out_of_descriptors_raises_its_limit_and_accepts(tmp_path):
+    """A worker that connects when the broker has no descriptor left must
+    be served once the limit is raised, not end the broker (and every
+    host's context) with an EMFILE."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(str(tmp_path / 'sock'))
+        server.listen(1)
+        client.connect(str(tmp_path / 'sock'))
+        lowest_free = os.dup(0)
+        os.close(lowest_free)
+        if hard != resource.RLIM_INFINITY and hard <= lowest_free + 1:
+            pytest.skip('the hard limit on open files is too low')
+        # The next descriptor would be numbered at the limit: EMFILE.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))
+        conn = broker.accept(server)
+        try:
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > \
+                lowest_free
+            client.sendall(b'x')
+            assert conn.recv(1) == b'x'
+        finally:
+            conn.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        client.close()
+        server.close()

@@ -124,3 +124,25 @@ def has_controlling_terminal():
         return False
     os.close(fd)
     return True
+
+
+_HELD = []
+
+
+def hold_descriptors(count):
+    """Open *count* descriptors and keep them, so that this context's next
+    ones are numbered above them (past select()'s 1023 for count > 1024);
+    raises the soft limit as far as that needs.  Returns the highest."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = count + 256
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    for _ in range(count):
+        _HELD.append(os.open(os.devnull, os.O_RDONLY))
+    return _HELD[-1]
+
+
+def release_descriptors():
+    while _HELD:
+        os.close(_HELD.pop())

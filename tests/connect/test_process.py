@@ -1,7 +1,9 @@
 """plasmid.connect.process.Process: real child programs, pipes and ptys."""
 from __future__ import annotations
 
+import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -143,3 +145,57 @@ def test_close_all_closes_every_fd() -> None:
     assert _fd_count() == before
     assert (proc.stdin, proc.stdout, proc.stderr, proc.tty_fd) == \
         (None, None, None, None)
+
+
+# Run in a process of its own: it lowers its limits, which cannot be undone.
+MANY_PROCESSES = r'''
+import json, os, resource, sys
+from plasmid.connect.process import Process
+from plasmid.core.errors import ConnectError
+soft, hard, count = map(int, sys.argv[1:])
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+fds_before = len(os.listdir('/proc/self/fd'))
+procs, error = [], None
+try:
+    for _ in range(count):
+        procs.append(Process(['sleep', '60']))
+except ConnectError as exc:
+    error = str(exc)
+raised_to = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+for proc in procs:
+    proc.kill()
+    proc.popen.wait()
+    proc.close_all()
+print(json.dumps(dict(started=len(procs), error=error, soft=raised_to,
+                      leaked=len(os.listdir('/proc/self/fd')) - fds_before)))
+'''
+
+
+def _many_processes(soft: int, hard: int, count: int) -> dict:
+    _, our_hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if our_hard != resource.RLIM_INFINITY and our_hard < hard:
+        pytest.skip('the hard limit on open files (%d) is too low' % our_hard)
+    result = subprocess.run(
+        [sys.executable, '-c', MANY_PROCESSES, str(soft), str(hard),
+         str(count)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_soft_limit_on_descriptors_rises_as_processes_need() -> None:
+    # 80 processes hold 240 descriptors, far past a soft limit of 96.
+    outcome = _many_processes(96, 1024, 80)
+    assert outcome == dict(started=80, error=None, soft=outcome['soft'],
+                           leaked=0)
+    assert 240 < outcome['soft'] <= 1024
+
+
+def test_out_of_descriptors_is_a_connect_error_that_says_so() -> None:
+    outcome = _many_processes(96, 96, 80)
+    assert 20 < outcome['started'] < 32
+    assert outcome['error'] == (
+        'cannot run sleep: this process has used up its open file '
+        'descriptors (limit 96, hard limit 96; each context started from '
+        'here holds three): raise the hard limit (ulimit -Hn) or start '
+        'contexts through intermediaries')
+    assert (outcome['soft'], outcome['leaked']) == (96, 0)

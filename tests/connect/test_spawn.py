@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import zlib
 
 import pytest
 
+import connect_fns
 import plasmid
 from plasmid.connect import local, spawn, ssh, sudo
 from testbed.ports import free_port
@@ -213,3 +215,26 @@ def test_a_link_whose_stderr_stays_open_is_lost_without_words() -> None:
     assert running
     assert lost.value.said == ''
     assert str(lost.value).endswith('was lost'), lost.value
+
+
+def test_contexts_start_where_descriptors_are_numbered_above_1023() -> None:
+    # A master (or intermediary) holding hundreds of contexts has
+    # descriptors past select()'s 1023: starting the next one must work,
+    # here and in a Python 2.7 intermediary.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.skip('the hard limit on open files (%d) is too low' % hard)
+    highest = connect_fns.hold_descriptors(1100)
+    try:
+        assert highest > 1100
+        with plasmid.Router() as router:
+            middle = router.local(python_path=require_python('2.7'))
+            assert middle.call(connect_fns.getpid) != os.getpid()
+            assert middle.call(connect_fns.hold_descriptors, 1100) > 1100
+            child = router.local(via=middle, python_path=sys.executable)
+            assert child.call(connect_fns.version_info)[:2] == \
+                list(sys.version_info[:2])
+            middle.call(connect_fns.release_descriptors)
+    finally:
+        connect_fns.release_descriptors()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -136,6 +136,19 @@ def test_pkgutil_get_data(tree: str, version) -> None:
             'IOError', 'OSError')
 
 
+@pytest.mark.parametrize('middle,inner', [('2.7', '3.13'), ('3.13', '2.7')])
+def test_code_and_data_pass_through_an_intermediary_of_the_other_python(
+        tree: str, middle: str, inner: str) -> None:
+    # A Python 2 intermediary passes bytes on as its native str, which
+    # Python 3 reads as text: the module's source and the data file must
+    # arrive as the bytes they left the master as.
+    with plasmid.Router() as router:
+        via = router.local(python_path=require_python(middle))
+        ctx = router.local(python_path=require_python(inner), via=via)
+        assert ctx.call(import_fns.attribute, 'imptree', 'NAME') == 'imptree'
+        assert get_data(ctx, 'imptree', 'data/greeting.txt') == GREETING
+
+
 # ------------------------------------------------- a real distribution
 
 
