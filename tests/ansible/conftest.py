@@ -50,6 +50,17 @@ def ansible_bin(request) -> str:
     return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
 
 
+@pytest.fixture(scope='session')
+def newest_ansible_bin() -> str:
+    """The newest ansible-core's bin/, for tests of plasmid's own side
+    that no release changes and that cost too much to run on each."""
+    newest = ansible_versions()[-1]
+    if newest == 'missing':
+        pytest.skip('no ansible-core venv under %s: run .ci/setup'
+                    % ANSIBLE_ROOT)
+    return os.path.join(ANSIBLE_ROOT, newest, 'bin')
+
+
 def _bundled_collection(name: str) -> str:
     """A directory for ANSIBLE_COLLECTIONS_PATH holding collection *name*,
     which .ci/setup takes from the "ansible" bundle."""

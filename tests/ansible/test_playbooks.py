@@ -1506,3 +1506,37 @@ def _pids(*pgrep_args: str) -> str:
                            text=True)
     assert found.returncode in (0, 1), pgrep_args  # 2: a bad pattern
     return found.stdout.strip()
+
+
+def test_a_broker_holds_more_contexts_than_its_first_limit_on_open_files(
+        sshd, ansible_account, newest_ansible_bin, tmp_path) -> None:
+    """80 hosts under a soft limit of 256 open files: the broker holds
+    three descriptors per context, so it must raise its limit as contexts
+    come (which the usual 1024 would stop at ~300 hosts)."""
+    hosts = tuple('h%02d' % n for n in range(80))
+    # Hosts whose ssh options differ are separate logins, with a context
+    # each, though all reach the one test sshd.
+    inv = ''.join(
+        line.replace("ansible_ssh_common_args='",
+                     "ansible_ssh_common_args='-o ServerAliveCountMax=%d "
+                     % (n + 3)) + '\n'
+        for n, line in enumerate(
+            inventory(sshd, ansible_account, hosts=hosts).splitlines()))
+    low = tmp_path / 'low-limit'
+    low.mkdir()
+    (low / 'ansible-playbook').write_text(
+        '#!/bin/sh\nulimit -Sn 256\nexec %s/ansible-playbook "$@"\n'
+        % newest_ansible_bin)
+    (low / 'ansible-playbook').chmod(0o755)
+    book = ('- hosts: targets\n  gather_facts: false\n  tasks:\n'
+            '    - command: /bin/true\n')
+    # 20 at once, so that ansible-playbook's own descriptors stay few; a
+    # start may take long on a loaded machine with every "host" on it.
+    ours = run_playbook(str(low), tmp_path, book, inv, True,
+                        extra_env=dict(STRATEGY, ANSIBLE_FORKS='20',
+                                       ANSIBLE_TIMEOUT='60'))
+    assert ours.rc == 0, ours.output[-3000:]
+    assert sorted(r['host'] for r in ours.results
+                  if r['status'] == 'ok' and r['result']['rc'] == 0) == \
+        list(hosts)
+    assert ours.stats['contexts'] == 80
