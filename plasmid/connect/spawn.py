@@ -35,6 +35,9 @@ LAST_WORDS_WAIT = 0.5
 # lines (a warning at start-up) say nothing of why the link went.
 LAST_WORDS_RECENT = 1.0
 LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
+# A start's stages, each bounded by connect_timeout afresh: reaching the
+# new Python, then booting it (Handshake.run).
+START_STAGES = 2
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
 
@@ -133,11 +136,23 @@ class Handshake(object):
                       text)
 
     def run(self, timeout):
+        """Drive the start until HELLO.  *timeout* bounds each of its two
+        stages afresh: the program's start up to the new Python's first
+        word (ssh's connection and login, a password prompt, the
+        interpreter's start), then the core's boot up to its answer.  A
+        machine too loaded to do both within one timeout still starts; one
+        that stalls in either fails within that stage's."""
         deadline = time.time() + timeout
+        booting = False
         while True:
+            if self.reader is not None and not booting:
+                booting = True  # the Python runs: its boot gets its own
+                deadline = time.time() + timeout
             remaining = deadline - time.time()
             if remaining <= 0:
-                self.fail('no answer within %gs' % timeout)
+                self.fail(booting and 'the Python started but did not boot '
+                          'within %gs' % timeout or
+                          'no answer within %gs' % timeout)
             wlist = self.to_write and [self.proc.stdin] or []
             rlist, wlist = wait_for(list(self.open), wlist, remaining)
             if wlist:

@@ -36,8 +36,11 @@ _live_routers: "weakref.WeakSet[Router]" = weakref.WeakSet()
 VIA_MARGIN = 10.0
 
 
-def connect_timeout_of(spec: dict) -> float:
-    return spec.get('connect_timeout') or 30.0
+def longest_start_of(spec: dict) -> float:
+    """How long a start may take: each of its stages may take the whole
+    connect_timeout (spawn.Handshake.run), and a sudo under requiretty
+    is started a second time, on a terminal."""
+    return spawn.START_STAGES * 2 * (spec.get('connect_timeout') or 30.0)
 
 
 class MasterContext(Context):
@@ -233,7 +236,7 @@ class Router:
             # The intermediary enforces connect_timeout itself; the margin
             # covers a hop that stops answering altogether.
             info = via.call_async(spawn.connect_child, spec).result(
-                timeout=connect_timeout_of(spec) + VIA_MARGIN)
+                timeout=longest_start_of(spec) + VIA_MARGIN)
         except BaseException:
             self.core.lose([new_id], 'start-up failed')
             raise

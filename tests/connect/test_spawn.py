@@ -151,6 +151,60 @@ def test_timeout_message_names_the_timeout() -> None:
     assert 'no answer within 1s' in str(info.value)
 
 
+# Runs the real interpreter (argv[3:]) behind pipes of its own: its start
+# is held back argv[1] seconds, and what it is sent after its ready marker
+# (the core) argv[2] seconds; -1 holds it for ever.
+SLOW_STAGES = r'''
+import os, subprocess, sys, threading, time
+def hold(seconds):
+    time.sleep(3600 if seconds < 0 else seconds)
+hold(float(sys.argv[1]))
+child = subprocess.Popen(sys.argv[3:], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, bufsize=0)
+ready = threading.Event()
+def feed():
+    ready.wait()
+    hold(float(sys.argv[2]))
+    while True:
+        data = os.read(0, 65536)
+        if not data:
+            break
+        child.stdin.write(data)
+threading.Thread(target=feed, daemon=True).start()
+while True:
+    data = os.read(child.stdout.fileno(), 65536)
+    if not data:
+        break
+    if b'PLASMID-READY' in data:
+        ready.set()
+    os.write(1, data)
+'''
+
+
+def _slow_stages(start: float, boot: float) -> list:
+    return [sys.executable, '-c', SLOW_STAGES, str(start), str(boot),
+            sys.executable]
+
+
+def test_each_stage_of_a_start_has_the_whole_timeout() -> None:
+    """A start slow to reach its Python (ssh on a loaded machine) and slow
+    to boot it still starts, as long as neither stage alone takes longer
+    than connect_timeout; a stage that stalls fails within it."""
+    with plasmid.Router() as router:
+        slow = router.local(connect_timeout=1.5,
+                            python_path=_slow_stages(0.9, 0.9))
+        assert slow.call(os.getpid) != os.getpid()
+        start = time.monotonic()
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.local(connect_timeout=1, python_path=_slow_stages(-1, 0))
+        assert 'no answer within 1s' in str(info.value)
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.local(connect_timeout=1, python_path=_slow_stages(0, -1))
+        assert 'the Python started but did not boot within 1s' in \
+            str(info.value)
+        assert time.monotonic() - start < 10
+
+
 def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
     """An exit during start-up gives the program's last words and counts
     as its own ending; a program that closes its output but lives on is
