@@ -8,6 +8,11 @@ import subprocess
 import sys
 import termios
 
+try:
+    import resource
+except ImportError:  # not a POSIX system: no limits to raise
+    resource = None
+
 from plasmid.core.errors import ConnectError
 from plasmid.core.loop import widen_pipe
 
@@ -119,9 +124,7 @@ def make_room_for_descriptors(highest):
     contexts.  Descriptors are handed out lowest first, so the newest
     one's number tells how many are open.
     """
-    try:
-        import resource
-    except ImportError:  # not a POSIX system: nothing to raise
+    if resource is None:
         return False
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY or (
@@ -143,12 +146,8 @@ def _descriptor_error(argv, exc):
     """The ConnectError for a process that could not be started because
     this one has no descriptor left: say which limit, and what to do."""
     if exc.errno == errno.EMFILE:
-        try:
-            import resource
-            limits = '%s, hard limit %s' % resource.getrlimit(
-                resource.RLIMIT_NOFILE)
-        except ImportError:
-            limits = 'unknown'
+        limits = resource and '%s, hard limit %s' % resource.getrlimit(
+            resource.RLIMIT_NOFILE) or 'unknown'
         return ConnectError(
             'cannot run %s: this process has used up its open file '
             'descriptors (limit %s; each context started from here holds '

@@ -74,28 +74,28 @@ class ModuleEntry(object):
         return self.for_name == self.name
 
 
+if compat.PY2:  # pragma: no cover - exercised on 2.7 targets
+    # Imported here, never where used: an import statement takes Python 2's
+    # global import lock, which a thread in the middle of an import holds
+    # while it waits for its module from the parent, and the loop (on the
+    # stand-by thread) that brings that module must not wait for the lock.
+    import imp
+
+
 def _is_local(name):
-    """Can this interpreter import top-level *name* without our help?"""
+    """Can this interpreter import top-level *name* without our help?
+    Runs on the loop: no import statement on Python 2 (see ``imp``)."""
     if name in sys.modules or name in sys.builtin_module_names:
         return True
-    try:
-        import importlib.machinery
-        return importlib.machinery.PathFinder.find_spec(name) is not None
-    except ImportError:  # Python 2
-        import imp
-        try:
-            handle = imp.find_module(name)[0]
-        except ImportError:
-            return False
-        if handle is not None:
-            handle.close()
-        return True
+    if compat.PY2:
+        return _found_by_python2(name, None)
+    import importlib.machinery
+    return importlib.machinery.PathFinder.find_spec(name) is not None
 
 
 def _found_by_python2(fullname, path):
     if fullname in sys.builtin_module_names:
         return True
-    import imp
     try:
         handle = imp.find_module(fullname.rpartition('.')[2], path)[0]
     except ImportError:
@@ -444,7 +444,6 @@ class Importer(object):
 
     def load_module(self, fullname):  # Python 2
         entry = self.cache[fullname]
-        import imp
         module = sys.modules.get(fullname) or imp.new_module(fullname)
         sys.modules[fullname] = module
         module.__loader__ = self

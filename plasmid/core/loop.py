@@ -418,12 +418,10 @@ def widen_pipe(fd):
 
 
 def set_nonblocking(fd):
-    import fcntl
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
 
 
 def set_cloexec(fd):
-    import fcntl
     flags = fcntl.fcntl(fd, fcntl.F_GETFD)
     fcntl.fcntl(fd, fcntl.F_SETFD, flags | fcntl.FD_CLOEXEC)

@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 import threading
+import time
 
 
 def _importer():
@@ -347,3 +348,11 @@ def tree_facts():
         'where': imptree.core.where(),
     }
 
+
+
+def import_after(seconds, name):
+    """Import *name* once this call has run *seconds*: by then the
+    context's stand-by thread runs its loop, and takes the answers."""
+    time.sleep(seconds)
+    importlib.import_module(name)
+    return name

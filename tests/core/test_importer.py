@@ -672,3 +672,35 @@ def test_a_call_through_an_intermediary_is_served_by_it(
     assert router.responder.messages_sent[(via.context_id, FNS)] == 1
     assert not [m for (cid, m) in router.responder.messages_sent
                 if cid == inner.context_id]
+
+
+PAIR = {
+    # A package whose import reaches another one: its answer names that
+    # one as related, and the context asks for it at once.
+    'impfirst/__init__.py': """
+        from __future__ import absolute_import
+        import impsecond
+        NAME = 'first, then ' + impsecond.NAME
+        """,
+    'impsecond/__init__.py': """
+        NAME = 'second'
+        """,
+}
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13'])
+def test_an_import_the_stand_by_thread_answers_completes(
+        tmp_path, version: str) -> None:
+    """An import half a second into a call: the answers then arrive on the
+    stand-by thread's loop while the calling thread waits in the import.
+    On Python 2 that thread holds the global import lock, so the loop must
+    not run an import statement (it used to, and waited for ever)."""
+    root = str(tmp_path / 'pair')
+    import_fns.write_tree(root, PAIR)
+    with on_master_path(root, 'impfirst', 'impsecond'):
+        with plasmid.Router() as router:
+            ctx = router.local(python_path=require_python(version))
+            future = ctx.call_async(import_fns.import_after, 0.5, 'impfirst')
+            assert future.result(timeout=30) == 'impfirst'
+            assert ctx.call(import_fns.attribute, 'impfirst', 'NAME') == \
+                'first, then second'
