@@ -65,6 +65,12 @@ HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
 # command's output, not as a become error: a refused start is followed by
 # the command as given, whose failure then reads exactly as vanilla's.
 REFUSED_AS_GIVEN = {'doas'}
+# How long each stage of a host's start (reaching its Python, booting it)
+# may take at least.  The `timeout` option bounds ssh's connection, as
+# vanilla's does (ConnectTimeout); the interpreter's start that follows has
+# no bound under vanilla, so a loaded controller or host that takes longer
+# than `timeout` to get there must not be called unreachable.
+START_STAGE_FLOOR = 60
 # Options ansible.cfg often carries for vanilla ssh's ControlPersist: each
 # context is one long-lived ssh process, so a control master adds nothing.
 _CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
@@ -122,8 +128,12 @@ class Connection(ConnectionBase):
 
     def _login_spec(self) -> dict:
         host_key_checking = self.get_option('host_key_checking')
-        args = []
-        for option in ('ssh_args', 'ssh_common_args', 'ssh_extra_args'):
+        timeout = int(self.get_option('timeout') or 10)
+        # Where vanilla puts it: ssh takes an option's first value, so one
+        # in ssh_args wins over it and one in the common or extra args not.
+        args = _split_args(self.get_option('ssh_args') or '')
+        args += ['-o', 'ConnectTimeout=%d' % timeout]
+        for option in ('ssh_common_args', 'ssh_extra_args'):
             args += _split_args(self.get_option(option) or '')
         if not host_key_checking:
             args += ['-o', 'StrictHostKeyChecking=no']
@@ -136,7 +146,7 @@ class Connection(ConnectionBase):
             'password': self.get_option('password'),
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
-            'connect_timeout': int(self.get_option('timeout') or 10),
+            'connect_timeout': max(timeout, START_STAGE_FLOOR),
         }
 
     def _spec(self, become: bool) -> dict:

@@ -33,6 +33,23 @@ def shell_quote(word):
     return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
+def given_option(ssh_args, name):
+    """Whether *ssh_args* set option *name* (``-o Name=value``, ``-oName
+    value`` and the like): ssh takes an option's first value, so one of
+    ours placed before them would override it."""
+    name = name.lower()
+    for i, arg in enumerate(ssh_args):
+        if arg == '-o' and i + 1 < len(ssh_args):
+            setting = ssh_args[i + 1]
+        elif arg.startswith('-o'):
+            setting = arg[2:]
+        else:
+            continue
+        if re.split(r'[\s=]', setting.strip(), 1)[0].lower() == name:
+            return True
+    return False
+
+
 def argv(spec, boot_argv):
     args = [spec.get('ssh_path') or 'ssh', '-T']
     if spec.get('port'):
@@ -43,7 +60,8 @@ def argv(spec, boot_argv):
         args += ['-i', os.path.expanduser(spec['identity_file'])]
     if spec.get('password') is None:
         args += ['-o', 'BatchMode=yes']
-    if spec.get('connect_timeout'):
+    if spec.get('connect_timeout') and \
+            not given_option(spec.get('ssh_args') or [], 'ConnectTimeout'):
         args += ['-o', 'ConnectTimeout=%d' % max(1, spec['connect_timeout'])]
     args += list(spec.get('ssh_args') or [])
     args += [spec['hostname'], ' '.join(shell_quote(w) for w in boot_argv)]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shutil
 import subprocess
 import tarfile
+import tempfile
 import time
 
 import pytest
@@ -1540,3 +1542,27 @@ def test_a_broker_holds_more_contexts_than_its_first_limit_on_open_files(
                   if r['status'] == 'ok' and r['result']['rc'] == 0) == \
         list(hosts)
     assert ours.stats['contexts'] == 80
+
+
+def test_a_python_slower_to_start_than_the_timeout_still_runs(
+        ansible_bin, ansible_account, sshd, tmp_path) -> None:
+    """`timeout` bounds ssh's connection (its ConnectTimeout), as under
+    vanilla, not the interpreter's start that follows: a host whose
+    Python takes longer than that to start (a loaded machine) is not
+    unreachable."""
+    where = tempfile.mkdtemp(prefix='plasmid-slow-python-')
+    try:
+        os.chmod(where, 0o755)
+        slow = os.path.join(where, 'python3')
+        with open(slow, 'w') as handle:
+            handle.write('#!/bin/sh\nsleep 3\nexec /usr/bin/python3 "$@"\n')
+        os.chmod(slow, 0o755)
+        inv = inventory(sshd, ansible_account).replace(
+            'ansible_python_interpreter=/usr/bin/python3',
+            'ansible_python_interpreter=%s ansible_timeout=2' % slow)
+        book = ('- hosts: targets\n  gather_facts: false\n  tasks:\n'
+                '    - command: /bin/true\n')
+        vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
+        assert [r['status'] for r in ours.results] == ['ok']
+    finally:
+        shutil.rmtree(where)

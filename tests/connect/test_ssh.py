@@ -18,6 +18,7 @@ import pytest
 
 import connect_fns
 import plasmid
+from plasmid.connect import ssh
 from testbed.ports import free_port
 from testbed.procs import wait_gone
 
@@ -146,6 +147,37 @@ def test_connect_timeout_when_server_never_answers(sshd, router) -> None:
     assert 'no answer within' in message or 'timed out' in message
     # Generous margin: the requirement is "within connect_timeout".
     assert elapsed < timeout + 5
+
+
+def test_a_connect_timeout_in_ssh_args_is_the_one_ssh_uses(sshd,
+                                                           router) -> None:
+    # ssh takes an option's first value: ours must not shadow the user's.
+    with socket.socket() as silent:
+        silent.bind((sshd.server.host, 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        start = time.monotonic()
+        kwargs = sshd.ssh_kwargs()
+        kwargs['ssh_args'] = [
+            'ConnectTimeout 2' if a.startswith('ConnectTimeout=') else a
+            for a in kwargs['ssh_args']]
+        assert 'ConnectTimeout 2' in kwargs['ssh_args']
+        message = _connect_error(router, **dict(kwargs, port=port),
+                                 connect_timeout=60)
+        elapsed = time.monotonic() - start
+    assert 'timed out' in message
+    assert elapsed < 2 + 5
+
+
+@pytest.mark.parametrize('args,given', [
+    (['-o', 'ConnectTimeout=5'], True),
+    (['-oconnecttimeout=5'], True),
+    (['-o', 'ConnectTimeout 5'], True),
+    (['-o', 'ServerAliveInterval=5'], False),
+    (['-p', '22', 'ConnectTimeout=5'], False),
+])
+def test_given_option_reads_every_spelling(args: list, given: bool) -> None:
+    assert ssh.given_option(args, 'ConnectTimeout') is given
 
 
 def test_failed_connects_leave_router_usable(sshd, router) -> None:
