@@ -47,9 +47,7 @@ class Process(object):
         except OSError as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
-                raise _descriptor_error(argv, exc)
-            raise ConnectError('cannot run %s: %s' % (argv[0], exc))
+            raise _start_error(argv, exc)
         for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
             _close(fd)
         # Holding the slave open keeps reads of the master from failing
@@ -107,7 +105,7 @@ def _open_descriptors(argv, tty):
             if exc.errno == errno.EMFILE and not last_try and \
                     make_room_for_descriptors(None):
                 continue
-            raise _descriptor_error(argv, exc)
+            raise _start_error(argv, exc)
         make_room_for_descriptors(max(_flatten(opened)))
         return opened[:3], (opened[3] if tty else (None, None))
 
@@ -142,9 +140,9 @@ def make_room_for_descriptors(highest):
     return True
 
 
-def _descriptor_error(argv, exc):
-    """The ConnectError for a process that could not be started because
-    this one has no descriptor left: say which limit, and what to do."""
+def _start_error(argv, exc):
+    """The ConnectError for a program that could not be started; out of
+    descriptors, it says which limit, and what to do."""
     if exc.errno == errno.EMFILE:
         limits = resource and '%s, hard limit %s' % resource.getrlimit(
             resource.RLIMIT_NOFILE) or 'unknown'

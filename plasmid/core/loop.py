@@ -209,13 +209,7 @@ class Loop(object):
         return timeout
 
     def _poll(self, timeout):
-        ms = None if timeout is None else int(timeout * 1000 + 0.999)
-        try:
-            return self.poller.poll(ms)
-        except (select.error, OSError) as exc:
-            if exc.args[0] == errno.EINTR:
-                return []
-            raise
+        return _poll_once(self.poller, timeout)
 
     def _dispatch(self, fd, event):
         if event & _READABLE:
@@ -370,38 +364,43 @@ def wait_for(readers, writers=(), timeout=None):
     select(), takes descriptors above 1023, which a master or broker with
     hundreds of contexts has.
     """
-    given = {}
-    masks = {}
-    for items, mask in ((readers, _READ), (writers, _WRITE)):
-        for item in items:
-            fd = item if isinstance(item, compat.int_types) else item.fileno()
-            same = given.setdefault(fd, [])
-            if not any(item is other for other in same):
-                same.append(item)
-            masks[fd] = masks.get(fd, 0) | mask
+    reading = dict((_fd_of(item), item) for item in readers)
+    writing = dict((_fd_of(item), item) for item in writers)
     poller = select.poll()
-    for fd, mask in masks.items():
-        poller.register(fd, mask)
+    for fd in set(reading) | set(writing):
+        poller.register(fd, (fd in reading and _READ or 0) |
+                        (fd in writing and _WRITE or 0))
     deadline = None if timeout is None else time.time() + timeout
     while True:
         left = None if deadline is None else max(0.0, deadline - time.time())
-        try:
-            events = poller.poll(None if left is None else
-                                 int(left * 1000 + 0.999))
-            break
-        except (select.error, OSError) as exc:  # Python 2: EINTR
-            if exc.args[0] != errno.EINTR:
-                raise
+        events = _poll_once(poller, left)
+        if events or left == 0.0:
+            break  # [] before the deadline: a signal interrupted the wait
     ready_r, ready_w = [], []
     for fd, event in events:
-        for item in given[fd]:
-            if item in readers and event & _READABLE:
-                ready_r.append(item)
-            # A pipe whose reader has gone reports an error: writing then
-            # fails at once instead of blocking, which is what callers ask.
-            if item in writers and event & _WRITABLE:
-                ready_w.append(item)
+        if fd in reading and event & _READABLE:
+            ready_r.append(reading[fd])
+        # A pipe whose reader has gone reports an error: writing then
+        # fails at once instead of blocking, which is what callers ask.
+        if fd in writing and event & _WRITABLE:
+            ready_w.append(writing[fd])
     return ready_r, ready_w
+
+
+def _fd_of(item):
+    return item if isinstance(item, compat.int_types) else item.fileno()
+
+
+def _poll_once(poller, timeout):
+    """*poller*'s events within *timeout* seconds (None: for ever); [] if
+    it timed out or a signal interrupted it (Python 2 raises EINTR)."""
+    ms = None if timeout is None else int(timeout * 1000 + 0.999)
+    try:
+        return poller.poll(ms)
+    except (select.error, OSError) as exc:
+        if exc.args[0] == errno.EINTR:
+            return []
+        raise
 
 
 F_SETPIPE_SZ = 1031  # Linux; elsewhere the call fails and nothing changes
