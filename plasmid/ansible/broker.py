@@ -305,6 +305,8 @@ class Broker:
         except ConnectError as exc:
             if spawn.python_missing(exc):
                 return ('error', 'no-python', str(exc))
+            if spawn.password_refused(exc):  # ssh asked again: its words
+                return ('error', 'password-refused', exc.output)
             return ('error', 'connect', as_ssh_tells_it(exc))
         except ContextLost as exc:
             return ('error', 'lost', as_ssh_tells_it(exc))

@@ -27,7 +27,8 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any, Optional
 
-from ansible.errors import (AnsibleConnectionFailure, AnsibleError,
+from ansible.errors import (AnsibleAuthenticationFailure,
+                            AnsibleConnectionFailure, AnsibleError,
                             AnsibleFileNotFound)
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.connection import ConnectionBase
@@ -52,10 +53,10 @@ def import_runtime() -> None:
     for name in RUNTIME_MODULES:
         importlib.import_module(name)
 
+_SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
 # What the release's ssh plugin raises when the become prompt never shows:
 # the host is unreachable since 2.19, the task failed before.
-_PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure \
-    if tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19) \
+_PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure if _SINCE_2_19 \
     else AnsibleError
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
@@ -137,17 +138,33 @@ class Connection(ConnectionBase):
             args += _split_args(self.get_option(option) or '')
         if not host_key_checking:
             args += ['-o', 'StrictHostKeyChecking=no']
+        password = self.get_option('password') or None
+        mechanism = self._password_mechanism()
+        if mechanism == 'disable':
+            password = None
+        elif password and mechanism == 'ssh_askpass':
+            # As vanilla's askpass: one prompt, then ssh's own refusal.
+            args += ['-o', 'NumberOfPasswordPrompts=1']
         port = self.get_option('port')
         return {
             'hostname': self._hostname(),
             'port': int(port) if port else None,
             'username': self.get_option('remote_user'),
             'identity_file': self.get_option('private_key_file'),
-            'password': self.get_option('password'),
+            'password': password,
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
         }
+
+    def _password_mechanism(self) -> str:
+        """How the release's ssh plugin would hand ssh the password: its
+        refusals read differently (ssh's own words under ssh_askpass,
+        sshpass's "Invalid/incorrect password" under sshpass).  2.18 knows
+        only sshpass."""
+        if not _SINCE_2_19:
+            return 'sshpass'
+        return self.get_option('password_mechanism') or 'ssh_askpass'
 
     def _spec(self, become: bool) -> dict:
         spec: dict[str, Any] = {'ssh': self._login_spec(), 'become': None}
@@ -187,10 +204,22 @@ class Connection(ConnectionBase):
                 raise _RunFromScript() from None
             if exc.kind == 'no-python':
                 raise _NoPythonThere() from None
+            if exc.kind == 'password-refused':
+                raise self._password_refused(str(exc)) from None
             if exc.kind == 'become' and self.become is not None and \
                     HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
                 raise _RefusedAsVanillaShowsIt() from None
             raise _ansible_error(exc, self.become) from None
+
+    def _password_refused(self, said: str) -> Exception:
+        """ssh asked again for the login password we typed.  Under
+        ssh_askpass it cannot (one prompt: ssh refuses by itself, and the
+        error is a failed connection in ssh's words); this is the sshpass
+        mechanism's refusal, worded as vanilla's."""
+        if self._play_context.no_log:
+            said = '<error censored due to no log>'
+        return AnsibleAuthenticationFailure(
+            'Invalid/incorrect password: %s' % said.rstrip())
 
     # --------------------------------------------------------- running
 

@@ -26,6 +26,31 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
               'vars': [{'name': 'ansible_password'},
                        {'name': 'ansible_ssh_pass'},
                        {'name': 'ansible_ssh_password'}]},
+ 'password_mechanism': {'choices': ['ssh_askpass', 'sshpass', 'disable'],
+                        'default': 'ssh_askpass',
+                        'description': ["How the password reaches ssh's "
+                                        'prompt under '
+                                        'C(ansible.builtin.ssh), whose '
+                                        'choice this plugin follows so that '
+                                        'a refused password is reported as '
+                                        'there. The plugin always types the '
+                                        'password itself (C(sshpass) is not '
+                                        'needed).',
+                                        'V(ssh_askpass) gives ssh one '
+                                        "prompt, and a refusal is ssh's own "
+                                        '"Permission denied"; V(sshpass) '
+                                        'lets ssh prompt again, and a '
+                                        'refusal reads "Invalid/incorrect '
+                                        'password"; V(disable) types no '
+                                        'password.',
+                                        'On ansible-core 2.18, whose ssh '
+                                        'plugin knows only sshpass, that is '
+                                        'what it follows.'],
+                        'env': [{'name': 'ANSIBLE_SSH_PASSWORD_MECHANISM'}],
+                        'ini': [{'key': 'password_mechanism',
+                                 'section': 'ssh_connection'}],
+                        'type': 'string',
+                        'vars': [{'name': 'ansible_ssh_password_mechanism'}]},
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
                                 "host's interpreter (the default, unlike "

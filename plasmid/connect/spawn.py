@@ -40,6 +40,7 @@ LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 START_STAGES = 2
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
+PASSWORD_REFUSED = 'the password was refused'
 
 # READY is spelt out as a bytes literal, not with %r: a Python 2
 # intermediary's repr of bytes has no b prefix, and a Python 3 child would
@@ -62,6 +63,12 @@ def boot_argv(python_path, blob_size):
     if isinstance(python_path, str):
         python_path = [python_path]
     return list(python_path) + ['-c', stub % encoded.decode('ascii')]
+
+
+def password_refused(error):
+    """Whether *error* (a ConnectError) says the program asked again for
+    the password it was given."""
+    return PASSWORD_REFUSED in str(error)
 
 
 def python_missing(error):
@@ -202,13 +209,14 @@ class Handshake(object):
         self.fail(reason, ended=True)
 
     def _drain_stderr(self, timeout):
-        """Collect what an ending process still writes to stderr: its
+        """Collect what the process wrote to stderr and we have not read
+        yet, and what it writes within *timeout*: an ending process's
         reason may arrive after its stdout has closed."""
         deadline = time.time() + timeout
         fd = self.proc.stderr
         while fd in self.open:
             remaining = deadline - time.time()
-            if remaining <= 0 or not wait_for([fd], (), remaining)[0]:
+            if not wait_for([fd], (), max(remaining, 0))[0]:
                 return
             try:
                 data = os.read(fd, 65536)
@@ -217,6 +225,8 @@ class Handshake(object):
             if not data:
                 return
             self.stderr += data
+            if remaining <= 0:
+                return  # one read past the deadline, not a stream of them
 
     def _check_prompt(self, data):
         self.prompt_buf = (self.prompt_buf + data)[-4096:]
@@ -232,7 +242,10 @@ class Handshake(object):
         if password is None:
             self.fail('a password was asked for, but none was given')
         if self.prompts > 1:
-            self.fail('the password was refused')
+            # Why it asks again (ssh's "Permission denied") is on stderr
+            # already, perhaps not yet read.
+            self._drain_stderr(0)
+            self.fail(PASSWORD_REFUSED)
         answer = (password + '\n').encode('utf-8')
         target = self._prompt_fds()[1]
         if target == self.proc.stdin:

@@ -855,6 +855,91 @@ def test_password_become_async_and_reset_match_vanilla(
     assert 'Traceback' not in ours.output
 
 
+LOGIN_PASSWORD = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: pipelined
+      command: id -un
+      ignore_unreachable: true
+    - name: raw
+      raw: id -un
+      ignore_unreachable: true
+"""
+
+
+def _password_inventory(sshd, account: str) -> str:
+    """Two hosts that can log in only by password: one given the right
+    one, one a wrong one."""
+    inv = inventory(sshd, account, hosts=('right', 'wrong'))
+    inv = re.sub(r'ansible_ssh_private_key_file=\S+ ', '', inv)
+    inv = inv.replace("ansible_ssh_common_args='",
+                      "ansible_ssh_common_args='-o PubkeyAuthentication=no ")
+    lines = inv.splitlines()
+    lines[1] += ' ansible_password=%s' % PASSWORD
+    lines[2] += ' ansible_password=wrong-%s' % PASSWORD
+    return '\n'.join(lines) + '\n'
+
+
+def _assert_password_refusals_match(vanilla, ours, account: str) -> None:
+    assert_same(vanilla, ours)
+    results = ours.by_task()
+    assert results[('right', 'pipelined')]['result']['stdout'] == account
+    assert results[('right', 'raw')]['result']['stdout'].strip() == account
+    for task in ('pipelined', 'raw'):
+        refused = results[('wrong', task)]
+        assert refused['status'] == 'unreachable', refused
+    assert 'Traceback' not in ours.output
+
+
+def test_a_login_password_and_its_refusal_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible_password logs in (no sshpass needed here), and a wrong one
+    makes the host unreachable with vanilla's message, which depends on
+    the release's password mechanism: ssh's own "Permission denied"
+    (2.19+: one prompt, through ssh_askpass) or sshpass's
+    "Invalid/incorrect password" (2.18)."""
+    inv = _password_inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, LOGIN_PASSWORD, inv)
+    _assert_password_refusals_match(vanilla, ours, ansible_account)
+    said = ours.by_task()[('wrong', 'pipelined')]['result']['msg']
+    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+        assert 'Permission denied (publickey,password).' in said, said
+    else:
+        assert 'Invalid/incorrect password: Permission denied' in said, said
+
+
+def test_the_sshpass_password_mechanism_matches_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """2.19+ may be told to use sshpass; a refusal then reads as sshpass's
+    (unreachable, "Invalid/incorrect password"), as 2.18's always does.
+    ansible-core 2.21 regressed here: its pipelined task fails as a
+    module with no JSON (sshpass's rc 5) instead; ours stays unreachable,
+    as vanilla meant it (its ssh plugin's handling of sshpass's rc 5)."""
+    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+        pytest.skip('2.18 has no password_mechanism: it always uses sshpass')
+    inv = _password_inventory(sshd, ansible_account).replace(
+        'ansible_password=', 'ansible_ssh_password_mechanism=sshpass '
+        'ansible_password=')
+    vanilla = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, True)
+    theirs = vanilla.by_task()[('wrong', 'pipelined')]
+    if theirs['status'] == 'failed':  # 2.21's regression, exactly
+        assert theirs['result']['rc'] == 5, theirs
+        assert 'Permission denied' in theirs['result']['module_stderr']
+        results = ours.by_task()
+        assert results[('right', 'raw')]['status'] == 'ok'
+        for task in ('pipelined', 'raw'):
+            refused = results[('wrong', task)]
+            assert refused['status'] == 'unreachable', refused
+            assert 'Invalid/incorrect password: Permission denied' in \
+                refused['result']['msg'], refused
+    else:
+        _assert_password_refusals_match(vanilla, ours, ansible_account)
+        said = ours.by_task()[('wrong', 'raw')]['result']['msg']
+        assert 'Invalid/incorrect password: Permission denied' in said, said
+
+
 SU = """
 - hosts: targets
   gather_facts: false

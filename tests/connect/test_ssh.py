@@ -78,6 +78,22 @@ def test_wrong_password_is_refused(sshd, router) -> None:
                              **kwargs)
     assert 'password was refused' in str(error)
     assert not error.ended  # we stopped it: ssh's words are not the reason
+    # Why ssh asked again is kept, though it was written just before the
+    # second prompt and may not have been read when that showed.
+    assert 'Permission denied' in error.output, error.output
+
+
+def test_one_password_prompt_leaves_the_refusal_to_ssh(sshd, router) -> None:
+    kwargs = sshd.ssh_kwargs()
+    del kwargs['identity_file']
+    kwargs['ssh_args'] += ['-o', 'PubkeyAuthentication=no',
+                           '-o', 'NumberOfPasswordPrompts=1']
+    error = _connect_failure(router, password='not-' + sshd.password,
+                             **kwargs)
+    assert error.ended, error
+    assert error.output.strip() == \
+        '%s@%s: Permission denied (publickey,password).' % (
+            sshd.user, sshd.server.host), error
 
 
 # --------------------------------------------------------- connect errors

@@ -54,6 +54,25 @@ options:
       - name: ansible_password
       - name: ansible_ssh_pass
       - name: ansible_ssh_password
+  password_mechanism:
+    description:
+      - How the password reaches ssh's prompt under C(ansible.builtin.ssh), whose choice this
+        plugin follows so that a refused password is reported as there. The plugin always types
+        the password itself (C(sshpass) is not needed).
+      - V(ssh_askpass) gives ssh one prompt, and a refusal is ssh's own "Permission denied";
+        V(sshpass) lets ssh prompt again, and a refusal reads "Invalid/incorrect password";
+        V(disable) types no password.
+      - On ansible-core 2.18, whose ssh plugin knows only sshpass, that is what it follows.
+    type: string
+    default: ssh_askpass
+    choices: [ssh_askpass, sshpass, disable]
+    env:
+      - name: ANSIBLE_SSH_PASSWORD_MECHANISM
+    ini:
+      - section: ssh_connection
+        key: password_mechanism
+    vars:
+      - name: ansible_ssh_password_mechanism
   private_key_file:
     description: Private key for public key authentication.
     type: string
