@@ -6,6 +6,7 @@ import base64
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -597,14 +598,37 @@ def _stranger_key(tmp_path) -> str:
     return str(path)
 
 
+def _another_host_key(server, inv, tmp_path, keep) -> str:
+    """The host's entry in known_hosts names a key it does not have."""
+    known = tmp_path / 'known_hosts_changed'
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-f',
+                    str(tmp_path / 'another_host_key')], check=True)
+    key = (tmp_path / 'another_host_key.pub').read_text().split()[:2]
+    known.write_text('[%s]:%d %s\n' % (server.host, server.port, ' '.join(key)))
+    return re.sub(r'UserKnownHostsFile=\S+', 'UserKnownHostsFile=%s' % known,
+                  inv)
+
+
+def _no_banner(server, inv, tmp_path, keep) -> str:
+    """A port that takes connections and never says a word."""
+    silent = socket.socket()
+    keep.append(silent)
+    silent.bind((server.host, 0))
+    silent.listen(8)
+    return inv.replace('ansible_port=%d' % server.port, 'ansible_port=%d '
+                       'ansible_timeout=2' % silent.getsockname()[1])
+
+
 UNREACHABLE_AS = {
-    'refused': lambda server, inv, tmp_path: inv.replace(
+    'refused': lambda server, inv, tmp_path, keep: inv.replace(
         'ansible_port=%d' % server.port, 'ansible_port=1'),
-    'unresolvable': lambda server, inv, tmp_path: inv.replace(
+    'unresolvable': lambda server, inv, tmp_path, keep: inv.replace(
         'ansible_host=%s' % server.host, 'ansible_host=nowhere.invalid'),
-    'key refused': lambda server, inv, tmp_path: inv.replace(
+    'key refused': lambda server, inv, tmp_path, keep: inv.replace(
         'ansible_ssh_private_key_file=%s' % server.client_key,
         'ansible_ssh_private_key_file=%s' % _stranger_key(tmp_path)),
+    'host key changed': _another_host_key,
+    'no banner': _no_banner,
 }
 
 
@@ -615,18 +639,26 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
     pipelined module's "Data could not be sent", a raw command's "Failed
     to connect to the host via ssh"."""
     server = sshd.server
+    keep: list = []
     inv = UNREACHABLE_AS[case](server, inventory(sshd, ansible_account),
-                               tmp_path)
+                               tmp_path, keep)
     assert inv != inventory(sshd, ansible_account)
-    vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
-    assert vanilla.rc == 4, vanilla.output
-    for extra in ({}, STRATEGY):
-        ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True,
-                            extra)
-        assert ours.rc == 4, ours.output
-        assert [(r['status'], r['result']['msg']) for r in ours.results] \
-            == [(r['status'], r['result']['msg']) for r in vanilla.results]
-        assert 'Traceback' not in ours.output
+    try:
+        vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv,
+                               False)
+        assert vanilla.rc == 4, vanilla.output
+        for extra in ({}, STRATEGY):
+            ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv,
+                                True, extra)
+            assert ours.rc == 4, ours.output
+            assert [(r['status'], r['result']['msg'])
+                    for r in ours.results] == \
+                [(r['status'], r['result']['msg'])
+                 for r in vanilla.results]
+            assert 'Traceback' not in ours.output
+    finally:
+        for listener in keep:
+            listener.close()
 
 
 @pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
