@@ -50,6 +50,24 @@ def given_option(ssh_args, name):
     return False
 
 
+def keepalive_options(keepalive, ssh_args):
+    """ssh's probes of a quiet connection, unless *ssh_args* set them.  A
+    context's ssh lives as long as the context: a link that dies without a
+    word (a host gone, a firewall forgetting the connection) would leave
+    its calls waiting for ever.  With *keepalive* = (seconds, count), ssh
+    gives up after *count* probes unanswered, and the calls fail with the
+    context lost."""
+    if not keepalive:
+        return []
+    interval, count = keepalive
+    options = []
+    if not given_option(ssh_args, 'ServerAliveInterval'):
+        options += ['-o', 'ServerAliveInterval=%d' % interval]
+    if not given_option(ssh_args, 'ServerAliveCountMax'):
+        options += ['-o', 'ServerAliveCountMax=%d' % count]
+    return options
+
+
 def argv(spec, boot_argv):
     args = [spec.get('ssh_path') or 'ssh', '-T']
     if spec.get('port'):
@@ -60,9 +78,11 @@ def argv(spec, boot_argv):
         args += ['-i', os.path.expanduser(spec['identity_file'])]
     if spec.get('password') is None:
         args += ['-o', 'BatchMode=yes']
-    if spec.get('connect_timeout') and \
-            not given_option(spec.get('ssh_args') or [], 'ConnectTimeout'):
+    given = spec.get('ssh_args') or []
+    if spec.get('connect_timeout') and not given_option(given,
+                                                        'ConnectTimeout'):
         args += ['-o', 'ConnectTimeout=%d' % max(1, spec['connect_timeout'])]
-    args += list(spec.get('ssh_args') or [])
+    args += keepalive_options(spec.get('keepalive'), given)
+    args += list(given)
     args += [spec['hostname'], ' '.join(shell_quote(w) for w in boot_argv)]
     return args

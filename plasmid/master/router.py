@@ -34,6 +34,25 @@ _live_routers: "weakref.WeakSet[Router]" = weakref.WeakSet()
 
 
 VIA_MARGIN = 10.0
+# An ssh context's link is probed after 15 s of quiet and given up after
+# three probes unanswered: a silently dead link ends its calls within a
+# minute (Router.ssh's keepalive).
+SSH_KEEPALIVE = (15, 3)
+
+
+def _checked_keepalive(keepalive: Any) -> Optional[tuple[int, int]]:
+    if keepalive is None:
+        return None
+    try:
+        interval, count = keepalive
+        valid = all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                    for n in (interval, count))
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise ValueError('keepalive must be None or (seconds, count), two '
+                         'positive integers, not %r' % (keepalive,))
+    return (interval, count)
 
 
 def longest_start_of(spec: dict) -> float:
@@ -126,13 +145,21 @@ class Router:
             ssh_args: Optional[Sequence[str]] = None,
             ssh_path: Optional[str] = None, name: Optional[str] = None,
             connect_timeout: float = 30.0,
-            via: Optional[MasterContext] = None) -> MasterContext:
-        """Start Python on *hostname* through the system ssh client."""
+            via: Optional[MasterContext] = None,
+            keepalive: Optional[tuple[int, int]] = SSH_KEEPALIVE,
+            ) -> MasterContext:
+        """Start Python on *hostname* through the system ssh client.
+        *keepalive* = (seconds, count): ssh probes a quiet connection
+        every *seconds* and gives up after *count* probes unanswered, so
+        that a link that dies silently loses the context instead of
+        leaving its calls waiting; None leaves it to ssh's configuration
+        (ServerAlive options in *ssh_args* win either way)."""
         return self._start('ssh', via, name, connect_timeout,
                            hostname=hostname, port=port, username=username,
                            identity_file=identity_file, password=password,
                            python_path=python_path or 'python3',
-                           ssh_args=list(ssh_args or []), ssh_path=ssh_path)
+                           ssh_args=list(ssh_args or []), ssh_path=ssh_path,
+                           keepalive=_checked_keepalive(keepalive))
 
     def sudo(self, username: str = 'root', password: Optional[str] = None,
              via: Optional[MasterContext] = None,

@@ -19,6 +19,7 @@ import pytest
 import connect_fns
 import plasmid
 from plasmid.connect import ssh
+from testbed.latency import LatencyProxy, ToxiproxyMissing
 from testbed.ports import free_port
 from testbed.procs import wait_gone
 
@@ -278,6 +279,66 @@ def test_killed_ssh_client_fails_pending_and_later_calls(sshd,
         ctx.call(connect_fns.getpid)
     # The remote interpreter follows its lost parent.
     assert wait_gone([remote_pid], LOST_WITHIN) == set()
+
+
+def test_a_link_that_dies_silently_loses_the_context(sshd, router) -> None:
+    """A link that stops carrying anything and never closes (a host
+    gone, a firewall that forgot the connection): ssh's keep-alive probes
+    go unanswered and the calls end with the context lost, where they
+    would wait for ever."""
+    try:
+        proxy = LatencyProxy(sshd.server.port, latency_ms=0)
+    except ToxiproxyMissing as exc:
+        pytest.skip(str(exc))
+    with proxy:
+        kwargs = dict(sshd.ssh_kwargs(), port=proxy.port)
+        # ssh says why it gave up at its default LogLevel (INFO), not at
+        # the test bed's ERROR.
+        args = kwargs['ssh_args']
+        at = args.index('LogLevel=ERROR')
+        kwargs['ssh_args'] = args[:at - 1] + args[at + 1:]
+        ctx = router.ssh(keepalive=(1, 2), **kwargs)
+        assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
+        proxy.blackhole()
+        pending = ctx.call_async(connect_fns.getpid)
+        # ssh gives up after 2 probes 1 s apart; TimeoutError would mean
+        # it never did.
+        with pytest.raises(plasmid.ContextLost) as lost:
+            pending.result(timeout=30)
+        assert 'not responding' in lost.value.said, lost.value.said
+        assert not ctx.is_alive()
+
+
+def test_keepalive_defaults_and_yields_to_ssh_args() -> None:
+    boot = ['python3', '-c', 'pass']
+    spec = {'hostname': 'h', 'keepalive': (15, 3)}
+    assert _options(ssh.argv(spec, boot)) == [
+        'ServerAliveInterval=15', 'ServerAliveCountMax=3']
+    spec['ssh_args'] = ['-oServerAliveInterval=5']
+    assert _options(ssh.argv(spec, boot)) == [
+        'ServerAliveCountMax=3', 'ServerAliveInterval=5']
+    assert _options(ssh.argv(dict(spec, keepalive=None), boot)) == [
+        'ServerAliveInterval=5']
+
+
+def _options(argv: list) -> list:
+    """The ServerAlive options of an ssh command line, in order."""
+    found = []
+    for i, word in enumerate(argv):
+        setting = argv[i + 1] if word == '-o' else (
+            word[2:] if word.startswith('-o') else '')
+        if setting.startswith('ServerAlive'):
+            found.append(setting)
+    return found
+
+
+@pytest.mark.parametrize('keepalive', [(0, 3), (15,), 'fast', (1.5, 2),
+                                       (True, 2)])
+def test_a_bad_keepalive_is_refused_before_ssh_starts(router,
+                                                      keepalive) -> None:
+    with pytest.raises(ValueError, match='keepalive must be'):
+        router.ssh(hostname='unused.invalid', keepalive=keepalive)
+    assert not router.streams
 
 
 def test_shutdown_ends_remote_and_local_processes(sshd, router) -> None:

@@ -164,3 +164,15 @@ class LatencyProxy:
             "toxicity": 1.0,
             "attributes": {"latency": self.latency_ms, "jitter": 0},
         })
+
+    def blackhole(self) -> None:
+        """From now on, drop everything in both directions without closing
+        a connection: a link that died without a word."""
+        for stream in ("upstream", "downstream"):
+            self._api("POST", f"/proxies/{PROXY_NAME}/toxics", {
+                "name": f"blackhole-{stream}",
+                "type": "timeout",
+                "stream": stream,
+                "toxicity": 1.0,
+                "attributes": {"timeout": 0},
+            })
