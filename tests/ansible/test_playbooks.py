@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tarfile
 import tempfile
+import threading
 import time
 
 import pytest
@@ -659,6 +660,74 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
     finally:
         for listener in keep:
             listener.close()
+
+
+SILENCED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: before
+      command: id -un
+    - name: during
+      command: sleep 8
+      ignore_unreachable: true
+    - name: after
+      command: id -un
+      ignore_unreachable: true
+"""
+
+
+def _silence_during_sleep(proxy, account: str,
+                          done: threading.Event) -> None:
+    """Once the task's command runs on the host, the link goes silent."""
+    while not done.wait(0.05):
+        if _pids('-u', account, '-f', '^sleep 8'):
+            proxy.blackhole()
+            return
+
+
+def test_a_link_that_goes_silent_mid_task_reads_like_vanilla(
+        newest_ansible_bin, ansible_account, sshd, tmp_path):
+    """The host's link stops carrying anything, without closing, while a
+    task runs there: the running task and the next are unreachable, as
+    under vanilla, in ssh's words, and nothing waits for ever (ssh's
+    keep-alives, set short here in the common args, notice it)."""
+    from testbed.latency import LatencyProxy, ToxiproxyMissing
+    try:
+        proxy = LatencyProxy(sshd.server.port, latency_ms=0)
+    except ToxiproxyMissing as exc:
+        pytest.skip(str(exc))
+    runs = []
+    with proxy:
+        inv = inventory(sshd, ansible_account).replace(
+            'ansible_port=%d' % sshd.server.port,
+            'ansible_port=%d' % proxy.port).replace(
+            '-o LogLevel=ERROR', '-o ServerAliveInterval=1 '
+            '-o ServerAliveCountMax=2')
+        for accelerated, extra in ((False, {}), (True, {}),
+                                   (True, STRATEGY)):
+            done = threading.Event()
+            watcher = threading.Thread(target=_silence_during_sleep,
+                                       args=(proxy, ansible_account, done))
+            watcher.start()
+            try:
+                runs.append(run_playbook(newest_ansible_bin, tmp_path,
+                                         SILENCED, inv, accelerated, extra))
+            finally:
+                done.set()
+                watcher.join()
+                subprocess.run(['pkill', '-u', ansible_account, '-f',
+                                '^sleep 8'])
+                proxy.restore()
+    vanilla = runs[0]
+    said = {r['task']: (r['status'], r['result'].get('msg', ''))
+            for r in vanilla.results}
+    assert said['during'][0] == 'unreachable', said
+    assert 'not responding' in said['during'][1], said
+    assert said['after'][0] == 'unreachable', said
+    for ours in runs[1:]:
+        assert_same(vanilla, ours)
+        assert 'Traceback' not in ours.output
 
 
 @pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])

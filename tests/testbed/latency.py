@@ -176,3 +176,11 @@ class LatencyProxy:
                 "toxicity": 1.0,
                 "attributes": {"timeout": 0},
             })
+
+    def restore(self) -> None:
+        """Undo blackhole(): new connections pass again."""
+        toxics = self._api("GET", f"/proxies/{PROXY_NAME}/toxics")
+        for toxic in toxics:
+            if toxic["name"].startswith("blackhole-"):
+                self._api("DELETE",
+                          f"/proxies/{PROXY_NAME}/toxics/{toxic['name']}")
