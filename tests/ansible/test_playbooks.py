@@ -1089,6 +1089,7 @@ def test_su_is_hosted_where_ansible_lets_it_pipeline(
 
 
 CRASH_MODULE = '''#!/usr/bin/python
+import os
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
@@ -1107,6 +1108,17 @@ def main():
         raise RuntimeError('the module broke')
     if module.params['how'] == 'exit':
         raise SystemExit(3)
+    if module.params['how'] == 'abort':  # a C extension's crash
+        sys.stdout.write('half a line')
+        sys.stdout.flush()
+        os.abort()
+    if module.params['how'] == 'thread':  # exit_json from a thread
+        import threading
+        worker = threading.Thread(target=module.exit_json,
+                                  kwargs={'how': 'from a thread'})
+        worker.start()
+        worker.join()
+        raise SystemExit(0)  # not reached: exit_json ends the process
     module.exit_json(changed=False, how=module.params['how'])
 
 
@@ -1127,6 +1139,12 @@ CRASHES = """
       ignore_errors: true
     - name: an exception turned into a result by sys.excepthook
       crashy: how=hook
+      ignore_errors: true
+    - name: an abort
+      crashy: how=abort
+      ignore_errors: true
+    - name: exit_json called from a thread
+      crashy: how=thread
       ignore_errors: true
 """
 
@@ -1150,7 +1168,12 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     hooked = results['an exception turned into a result by sys.excepthook']
     assert hooked['status'] == 'failed'
     assert 'let out' in hooked['result']['msg'], hooked
-    assert ours.stats['module_runs'] == 4, ours.stats
+    aborted = results['an abort']
+    assert (aborted['status'], aborted['result']['rc']) == ('failed', 134)
+    threaded = results['exit_json called from a thread']
+    assert threaded['status'] == 'ok', threaded
+    assert threaded['result']['how'] == 'from a thread'
+    assert ours.stats['module_runs'] == 6, ours.stats
 
 
 KILLED = """
