@@ -313,6 +313,62 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
     assert grouped == ['t2'], grouped
 
 
+FAILURES = """
+- hosts: targets
+  gather_facts: false
+  serial: 2
+  max_fail_percentage: 50
+  tasks:
+    - name: fails on t2
+      command: /bin/false
+      when: inventory_hostname == 't2'
+    - name: after the failure
+      command: echo {{ inventory_hostname }}
+    - block:
+        - name: fails in a block on t1
+          command: /bin/false
+          when: inventory_hostname == 't1'
+      rescue:
+        - name: rescued
+          command: echo rescued
+      always:
+        - name: always
+          command: echo always
+    - name: end t3 early
+      meta: end_host
+      when: inventory_hostname == 't3'
+    - name: after end_host
+      command: echo still
+- hosts: targets
+  gather_facts: false
+  any_errors_fatal: true
+  tasks:
+    - name: fatal on t4
+      command: /bin/false
+      when: inventory_hostname == 't4'
+    - name: never after a fatal error
+      command: echo never
+"""
+
+
+def test_failed_hosts_and_batches_match_vanilla(ansible_bin, ansible_account,
+                                                sshd, tmp_path):
+    """How a failure ends a host, a batch or a play (serial,
+    max_fail_percentage, rescue, end_host, any_errors_fatal) is
+    ansible-core's own bookkeeping, which the threaded strategy must
+    leave as linear's."""
+    inv = inventory(sshd, ansible_account, hosts=('t1', 't2', 't3', 't4'))
+    vanilla, ours = run_both(ansible_bin, tmp_path, FAILURES, inv)
+    assert vanilla.rc == 2, vanilla.output
+    ran = {(r['host'], r['task']): r['status'] for r in ours.results}
+    assert ran[('t2', 'fails on t2')] == 'failed'
+    assert ('t2', 'after the failure') not in ran
+    assert ran[('t1', 'rescued')] == 'ok'
+    assert ('t3', 'after end_host') not in ran
+    assert ran[('t4', 'fatal on t4')] == 'failed'
+    assert not [key for key in ran if key[1] == 'never after a fatal error']
+
+
 OTHER_STRATEGIES = r"""
 - hosts: targets
   strategy: free
