@@ -298,8 +298,8 @@ def connect(router, spec, blob):
     try:
         return _connect(router, spec, blob, method, tty)
     except ConnectError as exc:
-        wanted = getattr(method, 'TTY_REQUIRED', None)
-        if tty or not wanted or wanted not in str(exc):
+        tty_required = getattr(method, 'tty_required', None)
+        if tty or tty_required is None or not tty_required(exc.output):
             raise
     return _connect(router, spec, blob, method, True)
 

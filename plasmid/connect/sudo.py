@@ -6,14 +6,18 @@ reading, after any password exchange.  That wait costs a local round trip
 on the parent's machine, never a network one.
 """
 from __future__ import absolute_import
+import gettext
 import re
 
 TTY = False
-# What sudo says where sudoers has ``requiretty``: spawn then starts it again
-# with a controlling terminal (stdin and stdout stay pipes).  Only then: a
-# context with a terminal would let a program that asks on /dev/tty wait
-# for an answer nobody types, where without one it fails at once.
-TTY_REQUIRED = 'you must have a tty'
+# What sudo says where sudoers has ``requiretty`` (tty_required): spawn then
+# starts it again with a controlling terminal (stdin and stdout stay pipes).
+# Only then: a context with a terminal would let a program that asks on
+# /dev/tty wait for an answer nobody types, where without one it fails at
+# once.  sudo says it in the language of its environment, which is ours.
+TTY_REQUIRED = 'sorry, you must have a tty to run sudo'
+TTY_REQUIRED_DOMAIN = 'sudoers'  # the message catalog it is in
+LOCALE_DIRS = ['/usr/share/locale', '/usr/local/share/locale']
 PROMPTS_ON_TERMINAL = False  # -S: on stderr, the answer on stdin
 EARLY_PAYLOAD = False
 PROMPT_TEXT = 'plasmid-sudo-password:'
@@ -30,3 +34,23 @@ def argv(spec, boot_argv):
             '-u', spec.get('username') or 'root']
     args += list(spec.get('sudo_args') or [])
     return args + ['--'] + boot_argv
+
+
+def tty_required(said):
+    """Whether sudo's output *said* (text) is its refusal to run without
+    a terminal, in English or in the language sudo takes from the
+    environment it shares with us (its own translation, read from its
+    message catalog, as Python's gettext finds it)."""
+    return any(text in said for text in _tty_required_texts())
+
+
+def _tty_required_texts():
+    texts = [TTY_REQUIRED]
+    for directory in LOCALE_DIRS:
+        try:
+            catalog = gettext.translation(TTY_REQUIRED_DOMAIN, directory)
+        except (IOError, OSError, ValueError):
+            continue  # none for this environment's language there
+        lookup = getattr(catalog, 'ugettext', catalog.gettext)  # 2.7: text
+        texts.append(lookup(TTY_REQUIRED))
+    return texts

@@ -3,6 +3,7 @@ and the accelerator's counters show where the round trips went."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import shutil
@@ -1039,13 +1040,24 @@ def _password_inventory(sshd, account: str) -> str:
 
 
 def _assert_password_refusals_match(vanilla, ours, account: str) -> None:
+    refused = ('wrong', 'pipelined')
+    if vanilla.by_task()[refused]['result']['msg'].endswith(
+            '[Errno 32] Broken pipe'):
+        # Vanilla's own race: ssh refused and exited before the module
+        # was written to it (seen on 2.21).  Ours must give ssh's words,
+        # as vanilla's does when the race goes the other way; the rest
+        # must match.
+        mine = ours.by_task()[refused]
+        assert mine['status'] == 'unreachable', mine
+        assert 'Permission denied' in mine['result']['msg'], mine
+        vanilla, ours = (dataclasses.replace(run, results=[
+            r for r in run.results if (r['host'], r['task']) != refused])
+            for run in (vanilla, ours))
     assert_same(vanilla, ours)
     results = ours.by_task()
     assert results[('right', 'pipelined')]['result']['stdout'] == account
     assert results[('right', 'raw')]['result']['stdout'].strip() == account
-    for task in ('pipelined', 'raw'):
-        refused = results[('wrong', task)]
-        assert refused['status'] == 'unreachable', refused
+    assert results[('wrong', 'raw')]['status'] == 'unreachable'
     assert 'Traceback' not in ours.output
 
 
@@ -1057,8 +1069,11 @@ def test_a_login_password_and_its_refusal_match_vanilla(
     (2.19+: one prompt, through ssh_askpass) or sshpass's
     "Invalid/incorrect password" (2.18)."""
     inv = _password_inventory(sshd, ansible_account)
-    vanilla, ours = run_both(ansible_bin, tmp_path, LOGIN_PASSWORD, inv)
-    _assert_password_refusals_match(vanilla, ours, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, False)
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, True,
+                            extra)
+        _assert_password_refusals_match(vanilla, ours, ansible_account)
     said = ours.by_task()[('wrong', 'pipelined')]['result']['msg']
     if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
         assert 'Permission denied (publickey,password).' in said, said

@@ -146,3 +146,18 @@ def hold_descriptors(count):
 def release_descriptors():
     while _HELD:
         os.close(_HELD.pop())
+
+
+def set_environ(values):
+    """Set environment variables here, for the programs started later."""
+    os.environ.update(values)
+
+
+def output_of(argv):
+    """What *argv* writes on stdout and stderr, as text, run without a
+    terminal and with nothing on its stdin."""
+    import subprocess
+    proc = subprocess.Popen(argv, stdin=open(os.devnull),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.communicate()[0]
+    return out.decode('utf-8', 'replace')

@@ -122,6 +122,42 @@ def test_sudo_under_requiretty_gets_a_terminal(sshd, router, user_a,
     assert len(user_a.call(connect_fns.child_pids)) == 2
 
 
+# sudo's requiretty refusal in German: LANGUAGE picks a translation when
+# the locale is not plain C, and C.UTF-8 is built into glibc.
+GERMAN = {'LC_ALL': 'C.UTF-8', 'LANGUAGE': 'de'}
+
+
+def test_sudo_under_requiretty_in_another_language_gets_a_terminal(
+        sshd, router, user_a, requiretty) -> None:
+    """sudo refuses in its environment's language, which it takes from
+    the context that starts it; that refusal too gets a terminal."""
+    user_a.call(connect_fns.set_environ, GERMAN)
+    said = user_a.call(connect_fns.output_of, ['sudo', '-n', 'true'])
+    # Really another language (sudo's own translation is installed).
+    assert 'TTY' in said and 'you must have a tty' not in said, said
+    root = router.sudo(via=user_a)
+    assert root.call(connect_fns.getuid) == 0
+    assert root.call(connect_fns.has_controlling_terminal) is True
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_translated_requiretty_refusal_is_recognised(router,
+                                                       version) -> None:
+    """The check reads sudo's catalog for the environment's language, on
+    any Python an intermediary may run."""
+    from plasmid.connect import sudo
+    ctx = router.local(python_path=require_python(version))
+    english = 'sudo: sorry, you must have a tty to run sudo\n'
+    german = 'sudo: Sie m\xfcssen ein TTY haben, um sudo zu verwenden\n'
+    assert ctx.call(sudo.tty_required, english) is True
+    assert ctx.call(sudo.tty_required, german) is False  # English here
+    ctx.call(connect_fns.set_environ, GERMAN)
+    assert ctx.call(sudo.tty_required, german) is True
+    assert ctx.call(sudo.tty_required, english) is True
+    assert ctx.call(sudo.tty_required, 'sudo: a password is required\n') \
+        is False
+
+
 def test_sudo_starts_without_a_terminal(router, user_a) -> None:
     root = router.sudo(via=user_a)
     assert root.call(connect_fns.has_controlling_terminal) is False
