@@ -165,7 +165,8 @@ class Pool:
             method + '_args': options.get('flags') or [],
             method + '_path': options.get('exe') or None,
             'python_path': python or via.context.python_path,
-            'connect_timeout': spec['ssh'].get('connect_timeout') or 30})
+            'connect_timeout': spec['ssh'].get('connect_timeout') or 30,
+            **(options.get('extra') or {})})
 
     def retire_account(self, spec: dict, username: str) -> int:
         """Shut down the contexts of *spec*'s login that run as become user

@@ -58,6 +58,9 @@ _SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
 # the host is unreachable since 2.19, the task failed before.
 _PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure if _SINCE_2_19 \
     else AnsibleError
+# What the target appends to a command's output when the become program's
+# prompt or success marker did not show in time (target.py).
+_BECOME_TIMED_OUT = b'\nplasmid: timed out waiting for become\n'
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
                  'su': 'su', 'ansible.builtin.su': 'su',
@@ -178,6 +181,8 @@ class Connection(ConnectionBase):
                 'password': plugin.get_option('become_pass') or None,
                 'flags': _become_flags(method, flags),
                 'exe': plugin.get_option('become_exe') or None,
+                # sudo's -H only where become_flags say it, as vanilla's.
+                'extra': {'set_home': False} if method == 'sudo' else {},
             }
         return spec
 
@@ -209,7 +214,8 @@ class Connection(ConnectionBase):
             if exc.kind == 'become' and self.become is not None and \
                     HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
                 raise _RefusedAsVanillaShowsIt() from None
-            raise _ansible_error(exc, self.become) from None
+            raise _ansible_error(exc, self.become,
+                                 self._prompt_timeout()) from None
 
     def _password_refused(self, said: str) -> Exception:
         """ssh asked again for the login password we typed.  Under
@@ -323,7 +329,7 @@ class Connection(ConnectionBase):
             prompt = _prompt_pattern(plugin)
             password = plugin.get_option('become_pass')
             password = to_bytes(password) if password else None
-        timeout = int(self.get_option('timeout') or 10)
+        timeout = self._prompt_timeout()
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
@@ -347,10 +353,14 @@ class Connection(ConnectionBase):
             raise AnsibleError('Missing %s password' % name)
         if prompt_seen(plugin, output) > 1:
             raise AnsibleError('Incorrect %s password' % name)
-        if b'plasmid: timed out waiting for become' in output:
-            raise _PROMPT_TIMEOUT_ERROR(
-                'Timeout (%ds) waiting for privilege escalation prompt: %s'
-                % (timeout, output.decode('utf-8', 'replace').strip()))
+        if _BECOME_TIMED_OUT in output:
+            said = output.replace(_BECOME_TIMED_OUT, b'').strip()
+            raise _prompt_timed_out(timeout, said)
+
+    def _prompt_timeout(self) -> int:
+        """How long vanilla's ssh plugin waits for the become program's
+        prompt or success: its select timeout, 2 s beyond `timeout`."""
+        return 2 + int(self.get_option('timeout') or 10)
 
     # ----------------------------------------------------------- files
 
@@ -518,13 +528,28 @@ def _without_become_chatter(plugin, marker: bytes, data: bytes) -> bytes:
     return head + tail
 
 
-def _ansible_error(exc: BrokerError, become) -> Exception:
+def _prompt_timed_out(timeout: int, said: bytes) -> Exception:
+    """The release's error for a become prompt that was not answered in
+    time, in vanilla's words."""
+    return _PROMPT_TIMEOUT_ERROR(
+        'Timeout (%ds) waiting for privilege escalation prompt: %s'
+        % (timeout, said.decode('utf-8', 'replace')))
+
+
+def _ansible_error(exc: BrokerError, become, prompt_timeout: int
+                   ) -> Exception:
     text = str(exc)
     if exc.kind == 'become':
         name = become.name.rpartition('.')[2] if become else 'sudo'
         if 'password was refused' in text:
             return AnsibleError('Incorrect %s password' % name)
         if 'none was given' in text:
+            # Vanilla knows a missing password only by the words of a
+            # plugin that has them (sudo's -n refusal); su's prompt, with
+            # nothing to type at it, waits until the time runs out.  We
+            # know at once, and say it as vanilla does after the wait.
+            if become is not None and not getattr(become, 'missing', ()):
+                return _prompt_timed_out(prompt_timeout, b'')
             return AnsibleError('Missing %s password' % name)
         return AnsibleError('Failed to become %s: %s' % (
             become.get_option('become_user') if become else 'root', text))

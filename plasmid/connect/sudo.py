@@ -30,8 +30,13 @@ def default_name(spec):
 
 
 def argv(spec, boot_argv):
-    args = [spec.get('sudo_path') or 'sudo', '-S', '-H', '-p', PROMPT_TEXT,
+    args = [spec.get('sudo_path') or 'sudo', '-S', '-p', PROMPT_TEXT,
             '-u', spec.get('username') or 'root']
+    # -H: HOME is the target user's.  A caller that leaves it to sudo's
+    # policy and its own flags (the accelerator, which passes a play's
+    # become_flags as they are) says set_home=False.
+    if spec.get('set_home', True):
+        args.insert(2, '-H')
     args += list(spec.get('sudo_args') or [])
     return args + ['--'] + boot_argv
 

@@ -166,13 +166,16 @@ class Router:
              python_path: PythonPath = None,
              sudo_args: Optional[Sequence[str]] = None,
              sudo_path: Optional[str] = None, name: Optional[str] = None,
-             connect_timeout: float = 30.0) -> MasterContext:
-        """Start Python as *username* through sudo, here or on *via*."""
+             connect_timeout: float = 30.0,
+             set_home: bool = True) -> MasterContext:
+        """Start Python as *username* through sudo, here or on *via*.
+        *set_home*: run sudo with ``-H`` (HOME is *username*'s); False
+        leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours)."""
         return self._start('sudo', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
                            sudo_args=list(sudo_args or []),
-                           sudo_path=sudo_path)
+                           sudo_path=sudo_path, set_home=bool(set_home))
 
     def su(self, username: str = 'root', password: Optional[str] = None,
            via: Optional[MasterContext] = None,

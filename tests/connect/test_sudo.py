@@ -64,6 +64,18 @@ def test_sudo_to_other_user_with_password(sshd, router, user_a) -> None:
     assert who['home'] == expected.pw_dir
 
 
+def test_set_home_false_leaves_home_to_sudo_and_its_flags(router,
+                                                          user_a) -> None:
+    """Without -H, sudo's -E keeps the starting context's HOME; with it
+    (the default), HOME is the target user's whatever the flags."""
+    login_home = user_a.call(connect_fns.identity)['home']
+    kept = router.sudo(via=user_a, sudo_args=['-E'], set_home=False)
+    assert kept.call(connect_fns.identity)['home'] == login_home
+    rooted = router.sudo(via=user_a, sudo_args=['-E'])
+    assert rooted.call(connect_fns.identity)['home'] == \
+        pwd.getpwnam('root').pw_dir
+
+
 def test_sudo_needing_password_without_one(sshd, router, user_a) -> None:
     message = _sudo_error(router, username=sshd.sudo_password_user,
                           via=user_a)
