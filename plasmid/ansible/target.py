@@ -23,6 +23,7 @@ import sys
 import zlib
 
 from plasmid.ansible import forks, vfork, warm
+from plasmid.core import resources
 from plasmid.core.loop import wait_for
 
 _ZIPS = {}  # digest -> ZipModules
@@ -146,6 +147,25 @@ class ZipFinder(object):
             return self.modules.files[path[len(prefix):]]
         raise IOError(errno.ENOENT, 'not in the module payload', path)
 
+    # importlib.resources: a package's files as the zip holds them
+    def get_resource_reader(self, fullname):
+        if fullname not in self.modules.packages:
+            return None
+        return resources.Reader(self, fullname)
+
+    def fetch_data(self, package, relpath):
+        """What the reader asks (the importer's contract): ('file',
+        bytes), ('dir', [names]) or ('missing', None)."""
+        path = '/'.join(p for p in (package.replace('.', '/'), relpath) if p)
+        if path in self.modules.files:
+            return 'file', self.modules.files[path]
+        below = path + '/'
+        names = set(name[len(below):].split('/', 1)[0]
+                    for name in self.modules.files if name.startswith(below))
+        if names:
+            return 'dir', sorted(names)
+        return 'missing', None
+
 
 # ------------------------------------------------------- module payloads
 
@@ -235,6 +255,7 @@ def _module_main(modules, job, stale):
     """In the forked process: set the stage, run the module, exit."""
     _forget(stale)
     sys.meta_path[:] = _payload_finders(modules)
+    _files_from_readers_on_3_9()
     os.environ.update(job.get('env') or {})
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
@@ -260,6 +281,27 @@ def _module_main(modules, job, stale):
                          init_globals=dict(_module_fqn=fqn,
                                            _modlib_path=modules.root))
         raise RuntimeError('New-style module did not handle its own exit.')
+
+
+def _files_from_readers_on_3_9():
+    """In the module process: Python 3.9's ``importlib.resources.files()``
+    looks for a package's files only on disk, or in the zip file its
+    loader names as ``archive`` (AnsiballZ's, under vanilla); 3.10 and
+    later ask the loader's resource reader, as this makes 3.9 do for the
+    payload's packages."""
+    if sys.version_info[:2] != (3, 9):
+        return
+    from importlib import _common
+    on_disk = _common.from_package
+
+    def from_package(package):
+        loader = getattr(package.__spec__, 'loader', None)
+        if isinstance(loader, ZipFinder):
+            reader = loader.get_resource_reader(package.__spec__.name)
+            if reader is not None:
+                return reader.files()
+        return on_disk(package)
+    _common.from_package = from_package
 
 
 def _check_cwd():

@@ -196,6 +196,57 @@ def test_a_finder_that_shared_code_installs_serves_the_module(version):
             assert ctx.call(target.run_module, 'lazy', job) == \
                 (0, b'served', b'')
 
+# A module reading its payload's files as package data, every way
+# Python offers (files() since 3.9, the older reader API, pkgutil).
+RESOURCE_FILES = {
+    'ansible/__init__.py': b'',
+    'ansible/module_utils/__init__.py': b'',
+    'ansible/module_utils/basic.py': b'_ANSIBLE_ARGS = None\n',
+    'ansible/module_utils/data/__init__.py': b'',
+    'ansible/module_utils/data/table.py': b'ROWS = 2\n',
+    'ansible/module_utils/data/deeper/__init__.py': b'',
+    'ansible/modules/__init__.py': b'',
+    'ansible/modules/reader.py': (
+        b'import json, pkgutil, sys, warnings\n'
+        b'import importlib.resources as r\n'
+        b'warnings.simplefilter("ignore")  # read_text: deprecated in 3.11\n'
+        b'pkg = "ansible.module_utils.data"\n'
+        b'root = r.files(pkg)\n'
+        b'try:\n'
+        b'    (root / "absent.txt").read_bytes()\n'
+        b'    absent = "read"\n'
+        b'except (IOError, OSError) as exc:\n'
+        b'    absent = type(exc).__name__\n'
+        b'sys.stdout.write(json.dumps({\n'
+        b'    "files": (root / "table.py").read_text(),\n'
+        b'    "listing": sorted(p.name for p in root.iterdir()),\n'
+        b'    "is_dir": (root / "deeper").is_dir(),\n'
+        b'    "absent": absent,\n'
+        b'    "read_text": r.read_text(pkg, "table.py"),\n'
+        b'    "get_data": pkgutil.get_data(pkg, "table.py").decode()}))\n'
+        b'sys.exit(0)\n'),
+}
+
+
+@pytest.mark.parametrize('version', ['3.9', '3.13'])
+def test_a_module_reads_its_payload_as_package_data(version):
+    """As from AnsiballZ's zip under vanilla; 3.9's files() knows only
+    files on disk or in a zip file, and is shown the payload."""
+    job = {'style': 'legacy', 'module_fqn': 'ansible.modules.reader',
+           'params': b'{}'}
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(target.add_zip_files, 'reader', {}, packed(RESOURCE_FILES),
+                 job['module_fqn'])
+        rc, out, err = ctx.call(target.run_module, 'reader', job)
+        assert (rc, err) == (0, b''), err
+        assert json.loads(out) == {
+            'files': 'ROWS = 2\n', 'read_text': 'ROWS = 2\n',
+            'get_data': 'ROWS = 2\n',
+            'listing': ['__init__.py', 'deeper', 'table.py'],
+            'is_dir': True, 'absent': 'FileNotFoundError'}
+
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
     """On a terminal, a command's shell leads the session, as under

@@ -1,0 +1,67 @@
+"""A module that reads its payload's files as package data (a module_utils
+file of the play's own) gets what it gets from AnsiballZ's zip under
+vanilla, on Python 3.9 (whose importlib.resources.files() knows only files
+on disk or in a zip file) as on the target's own Python."""
+from __future__ import annotations
+
+import pytest
+
+from runner import inventory, run_playbook
+from test_playbooks import assert_same
+from testbed.pythons import require_python
+
+MODULE = '''#!/usr/bin/python
+import pkgutil
+import importlib.resources as resources
+import warnings
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import plasmid_table  # noqa: F401 (in the payload)
+
+
+def main():
+    module = AnsibleModule(argument_spec={})
+    warnings.simplefilter('ignore')  # read_text: deprecated since 3.11
+    root = resources.files('ansible.module_utils')
+    module.exit_json(
+        files=(root / 'plasmid_table.py').read_text(),
+        listed='plasmid_table.py' in [p.name for p in root.iterdir()],
+        read_text=resources.read_text('ansible.module_utils',
+                                      'plasmid_table.py'),
+        get_data=pkgutil.get_data('ansible.module_utils',
+                                  'plasmid_table.py').decode())
+
+
+main()
+'''
+
+BOOK = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: package data
+      plasmid_reads_data: {}
+"""
+
+
+@pytest.mark.parametrize('python', ['3.9', '/usr/bin/python3'])
+def test_package_data_of_the_payload_reads_as_under_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, python):
+    library = tmp_path / 'library'
+    library.mkdir()
+    (library / 'plasmid_reads_data.py').write_text(MODULE)
+    utils = tmp_path / 'module_utils'
+    utils.mkdir()
+    (utils / 'plasmid_table.py').write_text('ROWS = 2\n')
+    env = {'ANSIBLE_LIBRARY': str(library),
+           'ANSIBLE_MODULE_UTILS': str(utils)}
+    interpreter = python if python.startswith('/') else require_python(python)
+    inv = inventory(sshd, ansible_account).replace('/usr/bin/python3',
+                                                   interpreter)
+    vanilla = run_playbook(ansible_bin, tmp_path, BOOK, inv, False, env)
+    result = vanilla.by_task()[('t1', 'package data')]['result']
+    assert result['files'] == result['get_data'] == 'ROWS = 2\n', result
+    assert result['listed'] is True
+    ours = run_playbook(ansible_bin, tmp_path, BOOK, inv, True, env)
+    assert_same(vanilla, ours)
+    assert ours.stats['module_runs'] == 1, ours.stats
