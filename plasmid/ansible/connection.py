@@ -65,10 +65,14 @@ _BECOME_TIMED_OUT = b'\nplasmid: timed out waiting for become\n'
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
                  'su': 'su', 'ansible.builtin.su': 'su',
                  'doas': 'doas', 'community.general.doas': 'doas'}
-# Hosted become methods whose refusals vanilla shows as the failed
-# command's output, not as a become error: a refused start is followed by
-# the command as given, whose failure then reads exactly as vanilla's.
+# A become interpreter that will not start is followed by the command as
+# given, whose failure then reads exactly as vanilla's (sudo's usage for a
+# bad become_flags, the shell's "not found" for a missing become_exe),
+# except where vanilla itself names the failure: a refused or missing
+# password (the words spawn uses for these).  Hosted become methods whose
+# every refusal vanilla shows as the failed command's output: doas.
 REFUSED_AS_GIVEN = {'doas'}
+_PASSWORD_FAILURES = ('password was refused', 'none was given')
 # How long each stage of a host's start (reaching its Python, booting it)
 # may take at least.  The `timeout` option bounds ssh's connection, as
 # vanilla's does (ConnectTimeout); the interpreter's start that follows has
@@ -85,8 +89,8 @@ class _ZipWanted(Exception):
 
 
 class _RefusedAsVanillaShowsIt(Exception):
-    """The become interpreter was refused (REFUSED_AS_GIVEN): run the
-    command as given."""
+    """The become interpreter did not start for a reason vanilla shows
+    as the command's own failure: run the command as given."""
 
 
 class _NoPythonThere(Exception):
@@ -211,11 +215,19 @@ class Connection(ConnectionBase):
                 raise _NoPythonThere() from None
             if exc.kind == 'password-refused':
                 raise self._password_refused(str(exc)) from None
-            if exc.kind == 'become' and self.become is not None and \
-                    HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
+            if exc.kind == 'become' and self._shown_as_given(str(exc)):
                 raise _RefusedAsVanillaShowsIt() from None
             raise _ansible_error(exc, self.become,
                                  self._prompt_timeout()) from None
+
+    def _shown_as_given(self, said: str) -> bool:
+        """Whether a become interpreter's failed start, *said*, is one
+        vanilla shows as the failure of the command itself."""
+        if self.become is None:
+            return False
+        if HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
+            return True
+        return not any(words in said for words in _PASSWORD_FAILURES)
 
     def _password_refused(self, said: str) -> Exception:
         """ssh asked again for the login password we typed.  Under

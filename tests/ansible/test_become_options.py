@@ -80,3 +80,68 @@ def test_su_without_a_password_fails_as_under_vanilla(
     ours = run_playbook(ansible_bin, tmp_path, SU_WITHOUT_PASSWORD, inv, True)
     assert_same(vanilla, ours)
     assert 'Traceback' not in ours.output
+
+
+REFUSED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: sudo to a user sudoers does not allow
+      command: id -un
+      become: true
+      become_user: nobody
+      ignore_errors: true
+    - name: sudo with a flag it does not know
+      command: id -un
+      become: true
+      become_flags: --plasmid-bogus
+      ignore_errors: true
+    - name: sudo told the user twice
+      command: id -un
+      become: true
+      become_flags: -u nobody
+      ignore_errors: true
+    - name: a become_exe the host lacks
+      command: id -un
+      become: true
+      become_exe: /nonexistent/sudo
+      ignore_errors: true
+    - name: raw with a flag sudo does not know
+      raw: id -un
+      become: true
+      become_flags: --plasmid-bogus
+      ignore_errors: true
+    - name: su with a flag it does not know
+      command: id -un
+      become: true
+      become_method: su
+      become_flags: --plasmid-bogus
+      become_user: %(user_b)s
+      vars: {ansible_become_password: %(password_b)s}
+      ignore_errors: true
+    - name: the login goes on
+      command: id -un
+"""
+
+
+def test_a_become_program_that_will_not_start_fails_as_under_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Where sudo or su refuses to run for a reason other than a password
+    (its usage for an unknown flag, a missing become_exe), vanilla shows
+    the command's own failure (rc, "No start of json char found"); ours
+    runs the command as given after the hosted start failed, to the same
+    end.  A refusal vanilla words itself ("Missing sudo password") stays
+    that."""
+    from testbed import PASSWORD_B
+    book = REFUSED % {'user_b': USER_B, 'password_b': PASSWORD_B}
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    theirs = vanilla.by_task()
+    assert theirs[('t1', 'a become_exe the host lacks')]['result']['rc'] \
+        == 127, theirs
+    assert 'Missing sudo password' in theirs[
+        ('t1', 'sudo to a user sudoers does not allow')]['result']['msg']
+    for extra in ({}, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, book, inv, True, extra)
+        assert_same(vanilla, ours)
+        assert 'Traceback' not in ours.output
