@@ -46,7 +46,10 @@ BOOK = """
 
 @pytest.mark.parametrize('python', ['3.9', '/usr/bin/python3'])
 def test_package_data_of_the_payload_reads_as_under_vanilla(
-        ansible_bin, ansible_account, sshd, tmp_path, python):
+        newest_ansible_bin, ansible_account, sshd, tmp_path, python):
+    """The reader is plasmid's own, the same for every release: the
+    newest one's payload is enough."""
+    ansible_bin = newest_ansible_bin
     library = tmp_path / 'library'
     library.mkdir()
     (library / 'plasmid_reads_data.py').write_text(MODULE)
