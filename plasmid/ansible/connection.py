@@ -72,7 +72,8 @@ HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
 # password (the words spawn uses for these).  Hosted become methods whose
 # every refusal vanilla shows as the failed command's output: doas.
 REFUSED_AS_GIVEN = {'doas'}
-_PASSWORD_FAILURES = ('password was refused', 'none was given')
+_PASSWORD_REFUSED = 'password was refused'
+_PASSWORD_MISSING = 'none was given'
 # How long each stage of a host's start (reaching its Python, booting it)
 # may take at least.  The `timeout` option bounds ssh's connection, as
 # vanilla's does (ConnectTimeout); the interpreter's start that follows has
@@ -227,7 +228,7 @@ class Connection(ConnectionBase):
             return False
         if HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
             return True
-        return not any(words in said for words in _PASSWORD_FAILURES)
+        return _PASSWORD_REFUSED not in said and _PASSWORD_MISSING not in said
 
     def _password_refused(self, said: str) -> Exception:
         """ssh asked again for the login password we typed.  Under
@@ -553,9 +554,9 @@ def _ansible_error(exc: BrokerError, become, prompt_timeout: int
     text = str(exc)
     if exc.kind == 'become':
         name = become.name.rpartition('.')[2] if become else 'sudo'
-        if 'password was refused' in text:
+        if _PASSWORD_REFUSED in text:
             return AnsibleError('Incorrect %s password' % name)
-        if 'none was given' in text:
+        if _PASSWORD_MISSING in text:
             # Vanilla knows a missing password only by the words of a
             # plugin that has them (sudo's -n refusal); su's prompt, with
             # nothing to type at it, waits until the time runs out.  We
