@@ -56,7 +56,9 @@ def comparable(result: dict) -> dict:
         kept['timedout'] = {k: v for k, v in kept['timedout'].items()
                             if k != 'frame'}
     if str(kept.get('stdout', '')).startswith('Paused for '):
-        del kept['stdout']  # pause's: the seconds it measured (1.0, 1.01)
+        # pause's: the seconds it measured (1.0, 1.01), in both forms
+        del kept['stdout']
+        kept.pop('stdout_lines', None)
     if isinstance(kept.get('results'), list):  # a loop's items
         kept['results'] = [comparable(item) if isinstance(item, dict)
                            else item for item in kept['results']]
