@@ -60,7 +60,20 @@ FILE_CHUNK = 4 << 20
 
 
 class BecomeFailed(Exception):
-    """The login worked, becoming the other user did not."""
+    """The login worked, becoming the other user did not.  ``kind`` says
+    why, in the words the worker matches: ``become-password-refused``,
+    ``become-password-missing``, or ``become`` for any other reason (the
+    become program's usage, a missing program or Python, a stalled
+    start)."""
+
+    def __init__(self, cause: ConnectError) -> None:
+        super().__init__(str(cause))
+        if spawn.password_refused(cause):
+            self.kind = 'become-password-refused'
+        elif spawn.password_missing(cause):
+            self.kind = 'become-password-missing'
+        else:
+            self.kind = 'become'
 
 
 class ZipWanted(Exception):
@@ -146,7 +159,7 @@ class Pool:
             try:
                 return self._become(spec, options, via, python)
             except ConnectError as exc:
-                raise BecomeFailed(str(exc)) from None
+                raise BecomeFailed(exc) from None
         ssh = dict(spec['ssh'])
         return self.router.ssh(python_path=python or FIND_PYTHON, **ssh)
 
@@ -296,7 +309,7 @@ class Broker:
             op, args = request
             return ('ok', self.ops[op](*args))
         except BecomeFailed as exc:
-            return ('error', 'become', str(exc))
+            return ('error', exc.kind, str(exc))
         except hangup.WorkerGone:
             raise
         except ZipWanted:

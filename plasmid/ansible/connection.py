@@ -69,11 +69,13 @@ HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
 # given, whose failure then reads exactly as vanilla's (sudo's usage for a
 # bad become_flags, the shell's "not found" for a missing become_exe),
 # except where vanilla itself names the failure: a refused or missing
-# password (the words spawn uses for these).  Hosted become methods whose
-# every refusal vanilla shows as the failed command's output: doas.
+# password (the broker's kinds below).  Hosted become methods whose every
+# refusal vanilla shows as the failed command's output: doas.
 REFUSED_AS_GIVEN = {'doas'}
-_PASSWORD_REFUSED = 'password was refused'
-_PASSWORD_MISSING = 'none was given'
+_BECOME_PASSWORD_REFUSED = 'become-password-refused'
+_BECOME_PASSWORD_MISSING = 'become-password-missing'
+_BECOME_FAILURES = ('become', _BECOME_PASSWORD_REFUSED,
+                    _BECOME_PASSWORD_MISSING)
 # How long each stage of a host's start (reaching its Python, booting it)
 # may take at least.  The `timeout` option bounds ssh's connection, as
 # vanilla's does (ConnectTimeout); the interpreter's start that follows has
@@ -216,19 +218,28 @@ class Connection(ConnectionBase):
                 raise _NoPythonThere() from None
             if exc.kind == 'password-refused':
                 raise self._password_refused(str(exc)) from None
-            if exc.kind == 'become' and self._shown_as_given(str(exc)):
-                raise _RefusedAsVanillaShowsIt() from None
-            raise _ansible_error(exc, self.become,
-                                 self._prompt_timeout()) from None
+            if exc.kind in _BECOME_FAILURES:
+                raise self._become_failed(exc.kind) from None
+            raise _ansible_error(exc) from None
 
-    def _shown_as_given(self, said: str) -> bool:
-        """Whether a become interpreter's failed start, *said*, is one
-        vanilla shows as the failure of the command itself."""
-        if self.become is None:
-            return False
-        if HOSTED_BECOME.get(self.become.name) in REFUSED_AS_GIVEN:
-            return True
-        return _PASSWORD_REFUSED not in said and _PASSWORD_MISSING not in said
+    def _become_failed(self, kind: str) -> Exception:
+        """The error for a become interpreter that did not start, for the
+        broker's reason *kind*: vanilla's words for a refused or missing
+        password; for anything else, the command is run as given and its
+        own failure is vanilla's."""
+        method = HOSTED_BECOME[self.become.name]
+        if kind == 'become' or method in REFUSED_AS_GIVEN:
+            return _RefusedAsVanillaShowsIt()
+        name = self.become.name.rpartition('.')[2]
+        if kind == _BECOME_PASSWORD_REFUSED:
+            return AnsibleError('Incorrect %s password' % name)
+        # Vanilla knows a missing password only by the words of a plugin
+        # that has them (sudo's -n refusal); su's prompt, with nothing to
+        # type at it, waits until the time runs out.  We know at once, and
+        # say it as vanilla does after the wait.
+        if not getattr(self.become, 'missing', ()):
+            return _prompt_timed_out(self._prompt_timeout(), b'')
+        return AnsibleError('Missing %s password' % name)
 
     def _password_refused(self, said: str) -> Exception:
         """ssh asked again for the login password we typed.  Under
@@ -549,23 +560,8 @@ def _prompt_timed_out(timeout: int, said: bytes) -> Exception:
         % (timeout, said.decode('utf-8', 'replace')))
 
 
-def _ansible_error(exc: BrokerError, become, prompt_timeout: int
-                   ) -> Exception:
+def _ansible_error(exc: BrokerError) -> Exception:
     text = str(exc)
-    if exc.kind == 'become':
-        name = become.name.rpartition('.')[2] if become else 'sudo'
-        if _PASSWORD_REFUSED in text:
-            return AnsibleError('Incorrect %s password' % name)
-        if _PASSWORD_MISSING in text:
-            # Vanilla knows a missing password only by the words of a
-            # plugin that has them (sudo's -n refusal); su's prompt, with
-            # nothing to type at it, waits until the time runs out.  We
-            # know at once, and say it as vanilla does after the wait.
-            if become is not None and not getattr(become, 'missing', ()):
-                return _prompt_timed_out(prompt_timeout, b'')
-            return AnsibleError('Missing %s password' % name)
-        return AnsibleError('Failed to become %s: %s' % (
-            become.get_option('become_user') if become else 'root', text))
     if exc.kind in ('connect', 'lost'):
         return _SshFailed(text)
     return AnsibleError('plasmid: %s' % text)

@@ -9,6 +9,8 @@ terminal that is not there.
 from __future__ import absolute_import
 import re
 
+from plasmid.connect.spawn import PASSWORD_MISSING, PASSWORD_REFUSED
+
 TTY = None              # decided per connection: only with a password
 EARLY_PAYLOAD = False   # the core follows once the interpreter is up
 # "doas (user@host) password:" (OpenDoas), "doas (user@host) Password:"
@@ -18,9 +20,8 @@ REFUSALS = [
     (re.compile(br'doas: (Operation not permitted|not permitted)'),
      'doas does not permit this (see doas.conf)'),
     (re.compile(br'doas: (Authorization|Authentication) required'),
-     'a password was asked for, but none was given'),
-    (re.compile(br'doas: Authentication failed'),
-     'the password was refused'),
+     PASSWORD_MISSING),
+    (re.compile(br'doas: Authentication failed'), PASSWORD_REFUSED),
 ]
 
 

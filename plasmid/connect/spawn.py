@@ -40,7 +40,12 @@ LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 START_STAGES = 2
 # How a ConnectError says the program ran but its Python would not start.
 NO_PYTHON = 'no Python at '
+# How a ConnectError says the program asked for a password again after
+# the one it was given, or asked for one when none was given.  Method
+# modules name their own refusals in these words too, so a relayed
+# error's text is enough to tell them apart (password_refused/_missing).
 PASSWORD_REFUSED = 'the password was refused'
+PASSWORD_MISSING = 'a password was asked for, but none was given'
 
 # READY is spelt out as a bytes literal, not with %r: a Python 2
 # intermediary's repr of bytes has no b prefix, and a Python 3 child would
@@ -69,6 +74,12 @@ def password_refused(error):
     """Whether *error* (a ConnectError) says the program asked again for
     the password it was given."""
     return PASSWORD_REFUSED in str(error)
+
+
+def password_missing(error):
+    """Whether *error* (a ConnectError) says the program asked for a
+    password and none was given."""
+    return PASSWORD_MISSING in str(error)
 
 
 def python_missing(error):
@@ -240,7 +251,7 @@ class Handshake(object):
         self.prompts += 1
         password = self.spec.get('password')
         if password is None:
-            self.fail('a password was asked for, but none was given')
+            self.fail(PASSWORD_MISSING)
         if self.prompts > 1:
             # Why it asks again (ssh's "Permission denied") is on stderr
             # already, perhaps not yet read.

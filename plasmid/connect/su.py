@@ -7,6 +7,8 @@ interpreter says it is reading, after any password exchange.
 from __future__ import absolute_import
 import re
 
+from plasmid.connect.spawn import PASSWORD_REFUSED
+
 TTY = False
 EARLY_PAYLOAD = False
 # su's prompt in the languages it is most often installed with.
@@ -15,7 +17,7 @@ PROMPT = re.compile(br'(?i)(password|passwort|mot de passe|contrase\xc3\xb1a|'
                     br'\xbe\xd0\xbb\xd1\x8c)[^:\n]*:\s*$')
 REFUSALS = [
     (re.compile(br'(?i)authentication failure|incorrect password|'
-                br'su: sorry'), 'the password was refused'),
+                br'su: sorry'), PASSWORD_REFUSED),
 ]
 
 

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import plasmid
 from plasmid.ansible import broker, wire
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -217,3 +218,33 @@ def test_a_broker_out_of_descriptors_raises_its_limit_and_accepts(tmp_path):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         client.close()
         server.close()
+
+
+@pytest.mark.parametrize('username, password, kind', [
+    ('sudo_password_user', 'not-the-password', 'become-password-refused'),
+    ('sudo_password_user', None, 'become-password-missing'),
+    ('nobody', 'the password', 'become'),  # sudo: not allowed
+])
+def test_a_failed_become_start_is_classified_for_the_worker(
+        sshd, username, password, kind):
+    """The broker tells the worker why a become interpreter did not start
+    by kind, not by words it would have to match: a refused or missing
+    password (vanilla names these), or anything else (the worker then
+    runs the command as given, so its failure is vanilla's)."""
+    username = getattr(sshd, username, username)
+    if password == 'the password':
+        password = sshd.password  # sudo checks it before its rules
+    elif password is not None:
+        password = password + sshd.password
+    spec = {'ssh': sshd.ssh_kwargs(),
+            'become': {'method': 'sudo', 'username': username,
+                       'password': password}}
+    with plasmid.Router() as router:
+        serving = broker.Broker(router)
+        answer = serving.answer(
+            ('shell', (spec, None, 'id -un', None, None, None, None)))
+        assert answer[:2] == ('error', kind), answer
+        spec['become'] = None  # the login itself is unharmed
+        assert serving.answer(
+            ('shell', (spec, None, 'id -un', None, None, None, None))
+        ) == ('ok', (0, sshd.user.encode() + b'\n', b'')), 'login'
