@@ -179,6 +179,7 @@ class Pool:
             method + '_path': options.get('exe') or None,
             'python_path': python or via.context.python_path,
             'connect_timeout': spec['ssh'].get('connect_timeout') or 30,
+            'prompt_timeout': options.get('prompt_timeout'),
             **(options.get('extra') or {})})
 
     def retire_account(self, spec: dict, username: str) -> int:

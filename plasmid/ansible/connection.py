@@ -190,6 +190,8 @@ class Connection(ConnectionBase):
                 'exe': plugin.get_option('become_exe') or None,
                 # sudo's -H only where become_flags say it, as vanilla's.
                 'extra': {'set_home': False} if method == 'sudo' else {},
+                # A prompt we cannot answer: as long as vanilla waits at it.
+                'prompt_timeout': self._prompt_timeout(),
             }
         return spec
 
@@ -362,14 +364,19 @@ class Connection(ConnectionBase):
         # a kill then was our prompt handling's, not a signal it died of.
         stopped_at_become = bool(success) and to_bytes(success) not in out
         if stopped_at_become:
-            self._check_become_failure(out + err, timeout)
+            self._check_become_failure(out, err, timeout)
         if success:
             out = _without_become_chatter(plugin, to_bytes(success), out)
         return (rc, out, err) if stopped_at_become else \
             _as_ssh_ends(rc, out, err)
 
-    def _check_become_failure(self, output: bytes, timeout: int) -> None:
+    def _check_become_failure(self, out: bytes, err: bytes,
+                              timeout: int) -> None:
+        """Raise vanilla's error for a become program that stopped short
+        of the command: its words are looked for in both streams, as
+        vanilla's are; a time-out shows what stdout said, as vanilla's."""
         plugin = self.become
+        output = out + err
         name = plugin.name.rpartition('.')[2]
         if plugin.check_incorrect_password(output):
             raise AnsibleError('Incorrect %s password' % name)
@@ -378,7 +385,7 @@ class Connection(ConnectionBase):
         if prompt_seen(plugin, output) > 1:
             raise AnsibleError('Incorrect %s password' % name)
         if _BECOME_TIMED_OUT in output:
-            said = output.replace(_BECOME_TIMED_OUT, b'').strip()
+            said = out.replace(_BECOME_TIMED_OUT, b'').strip()
             raise _prompt_timed_out(timeout, said)
 
     def _prompt_timeout(self) -> int:

@@ -113,6 +113,9 @@ class Handshake(object):
         self.prompt_buf = b''
         self.prompts = 0
         self.reader = None
+        # When the program last wrote something that was neither a prompt
+        # we answer nor its Python's first word (None: nothing such since).
+        self.unanswered_since = None
         self.open = set(fd for fd in (proc.stdout, proc.stderr, proc.tty_fd)
                         if fd is not None)
         set_nonblocking(proc.stdin)
@@ -159,7 +162,8 @@ class Handshake(object):
         word (ssh's connection and login, a password prompt, the
         interpreter's start), then the core's boot up to its answer.  A
         machine too loaded to do both within one timeout still starts; one
-        that stalls in either fails within that stage's."""
+        that stalls in either fails within that stage's.  A program that
+        waits at a prompt we cannot answer fails sooner: see _unanswered."""
         deadline = time.time() + timeout
         booting = False
         while True:
@@ -171,6 +175,7 @@ class Handshake(object):
                 self.fail(booting and 'the Python started but did not boot '
                           'within %gs' % timeout or
                           'no answer within %gs' % timeout)
+            remaining = min(remaining, self._unanswered())
             wlist = self.to_write and [self.proc.stdin] or []
             rlist, wlist = wait_for(list(self.open), wlist, remaining)
             if wlist:
@@ -179,6 +184,25 @@ class Handshake(object):
                 hello = self._read(fd)
                 if hello is not None:
                     return hello
+
+    def _unanswered(self):
+        """Seconds the start may still wait after the program wrote what
+        we took for no prompt of ours and fell silent: a prompt we cannot
+        answer (a PAM one-time code, say), which nobody will.  Bounded by
+        the spec's prompt_timeout, when it has one; fails once it is up."""
+        limit = self.spec.get('prompt_timeout')
+        if limit is None or self.unanswered_since is None or \
+                self.reader is not None:
+            return float('inf')
+        left = self.unanswered_since + limit - time.time()
+        if left <= 0:
+            reason = 'it waits at a prompt we cannot answer (nothing more ' \
+                'within %gs)' % limit
+            if self._prompt_fds()[0] != self.proc.stderr:  # else fail says it
+                lines = self.prompt_buf.decode('utf-8', 'replace').split('\n')
+                reason += ': ' + [l for l in lines if l.strip()][-1].strip()
+            self.fail(reason)
+        return left
 
     def _write(self):
         try:
@@ -246,7 +270,10 @@ class Handshake(object):
                 self.fail(reason)
         if not self.method.PROMPT or \
                 not self.method.PROMPT.search(self.prompt_buf):
+            if data.strip():  # a newline after a typed password is none
+                self.unanswered_since = time.time()
             return
+        self.unanswered_since = None
         self.prompt_buf = b''
         self.prompts += 1
         password = self.spec.get('password')

@@ -55,6 +55,16 @@ def _checked_keepalive(keepalive: Any) -> Optional[tuple[int, int]]:
     return (interval, count)
 
 
+def _checked_timeout(seconds: Any) -> Optional[float]:
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not seconds > 0:
+        raise ValueError('prompt_timeout must be None or a positive number '
+                         'of seconds, not %r' % (seconds,))
+    return float(seconds)
+
+
 def longest_start_of(spec: dict) -> float:
     """How long a start may take: each of its stages may take the whole
     connect_timeout (spawn.Handshake.run), and a sudo under requiretty
@@ -167,42 +177,54 @@ class Router:
              sudo_args: Optional[Sequence[str]] = None,
              sudo_path: Optional[str] = None, name: Optional[str] = None,
              connect_timeout: float = 30.0,
-             set_home: bool = True) -> MasterContext:
+             set_home: bool = True,
+             prompt_timeout: Optional[float] = None) -> MasterContext:
         """Start Python as *username* through sudo, here or on *via*.
         *set_home*: run sudo with ``-H`` (HOME is *username*'s); False
-        leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours)."""
+        leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours).
+        *prompt_timeout*: see :meth:`su`."""
         return self._start('sudo', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
                            sudo_args=list(sudo_args or []),
-                           sudo_path=sudo_path, set_home=bool(set_home))
+                           sudo_path=sudo_path, set_home=bool(set_home),
+                           prompt_timeout=_checked_timeout(prompt_timeout))
 
     def su(self, username: str = 'root', password: Optional[str] = None,
            via: Optional[MasterContext] = None,
            python_path: PythonPath = None,
            su_args: Optional[Sequence[str]] = None,
            su_path: Optional[str] = None, name: Optional[str] = None,
-           connect_timeout: float = 30.0) -> MasterContext:
+           connect_timeout: float = 30.0,
+           prompt_timeout: Optional[float] = None) -> MasterContext:
         """Start Python as *username* through su, here or on *via*; the
-        password is typed at su's prompt on a private terminal."""
+        password is typed at su's prompt on a private terminal.
+        *prompt_timeout*: seconds the start may wait once the program has
+        written something that is not a prompt we answer (a one-time code
+        prompt nobody will answer) and fallen silent; then it fails.  None
+        leaves only *connect_timeout* to bound it."""
         return self._start('su', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
-                           su_args=list(su_args or []), su_path=su_path)
+                           su_args=list(su_args or []), su_path=su_path,
+                           prompt_timeout=_checked_timeout(prompt_timeout))
 
     def doas(self, username: str = 'root', password: Optional[str] = None,
              via: Optional[MasterContext] = None,
              python_path: PythonPath = None,
              doas_args: Optional[Sequence[str]] = None,
              doas_path: Optional[str] = None, name: Optional[str] = None,
-             connect_timeout: float = 30.0) -> MasterContext:
+             connect_timeout: float = 30.0,
+             prompt_timeout: Optional[float] = None) -> MasterContext:
         """Start Python as *username* through doas, here or on *via*; a
-        password is typed at doas's prompt on a private terminal."""
+        password is typed at doas's prompt on a private terminal.
+        *prompt_timeout*: see :meth:`su`."""
         return self._start('doas', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
                            doas_args=list(doas_args or []),
-                           doas_path=doas_path)
+                           doas_path=doas_path,
+                           prompt_timeout=_checked_timeout(prompt_timeout))
 
     @staticmethod
     def _python(python_path: PythonPath,

@@ -3,6 +3,10 @@ interpreter as it reaches vanilla's command: sudo's become_flags decide
 HOME, and su with no password to type fails as vanilla's does."""
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 from runner import inventory, run_playbook
 from test_playbooks import assert_same
 from testbed.accounts import USER_B
@@ -145,3 +149,57 @@ def test_a_become_program_that_will_not_start_fails_as_under_vanilla(
     assert 'Traceback' not in ours.output
     # Each refused start was followed by its command as given.
     assert ours.stats.get('shell_as_given', 0) >= 5, ours.stats
+
+
+# A become_exe that asks for what nobody can type, as a PAM one-time code
+# would, and holds there (for a minute: vanilla leaves it behind; the
+# account's clean-up ends it if the run does not).
+CODE_ASKER = """#!/bin/sh
+printf 'Verification code: ' >&2
+exec sleep 60
+"""
+
+ASKS_FOR_A_CODE = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: sudo that asks for a code
+      command: id -un
+      become: true
+      become_exe: %s
+      vars: {ansible_ssh_timeout: 2}
+      # Vanilla gives up after 4 s; a start that waited for its own bound
+      # (60 s) would have the task time out instead.
+      timeout: 20
+      ignore_errors: true
+      ignore_unreachable: true
+    - name: the login goes on
+      command: id -un
+"""
+
+
+def test_a_prompt_nobody_can_answer_fails_as_under_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla waits `timeout` + 2 s for the become program's prompt or
+    success and then gives up; our hosted start gives up after as long
+    (its prompt_timeout, not its start's own bound of 60 s, which would
+    run into the task's timeout), and the command as given then ends as
+    vanilla's."""
+    folder = tempfile.mkdtemp(prefix='plasmid-code-asker-')
+    try:
+        os.chmod(folder, 0o755)
+        asker = os.path.join(folder, 'sudo')
+        with open(asker, 'w') as f:
+            f.write(CODE_ASKER)
+        os.chmod(asker, 0o755)
+        book = ASKS_FOR_A_CODE % asker
+        inv = inventory(sshd, ansible_account)
+        vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+        theirs = vanilla.by_task()[('t1', 'sudo that asks for a code')]
+        assert 'Timeout (4s) waiting for privilege escalation prompt' in \
+            theirs['result']['msg'], theirs
+        ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    finally:
+        shutil.rmtree(folder)
+    assert_same(vanilla, ours)
+    assert ours.stats.get('shell_as_given', 0) == 1, ours.stats

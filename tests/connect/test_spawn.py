@@ -292,3 +292,89 @@ def test_contexts_start_where_descriptors_are_numbered_above_1023() -> None:
     finally:
         connect_fns.release_descriptors()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+# ------------------------------------------ a prompt nobody will answer
+
+# A stand-in for su (argv: su_path username -c command): asks for the
+# password, which we type, then $PROMPT_AFTER (if set) and holds there; or
+# runs the command after $DELAY seconds of silence.
+FAKE_SU = r'''#!/bin/sh
+printf 'Password: ' >&2
+read answer
+printf '\n' >&2
+if [ -n "$PROMPT_AFTER" ]; then
+    printf '%s' "$PROMPT_AFTER" >&2
+    exec sleep 600
+fi
+sleep "$DELAY"
+exec sh -c "$3"
+'''
+
+
+@pytest.fixture
+def fake_su(tmp_path, monkeypatch):
+    path = tmp_path / 'su'
+    path.write_text(FAKE_SU)
+    path.chmod(0o755)
+    monkeypatch.setenv('DELAY', '0')
+    return str(path)
+
+
+def test_a_prompt_we_cannot_answer_fails_at_prompt_timeout(
+        fake_su, monkeypatch) -> None:
+    """A program that asks what we cannot answer (a one-time code) fails
+    once prompt_timeout has passed without more, not at connect_timeout;
+    its prompt is in the error, and its process is gone."""
+    monkeypatch.setenv('PROMPT_AFTER', 'Verification code: ')
+    with plasmid.Router() as router:
+        children = _children()
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.su(su_path=fake_su, password='secret', prompt_timeout=1,
+                      connect_timeout=30, python_path=sys.executable)
+        assert _children() == children
+    said = str(info.value)
+    assert 'it waits at a prompt we cannot answer (nothing more within ' \
+        '1s)' in said, said
+    assert said.endswith('Verification code:'), said  # su's stderr
+
+
+# doas asks on a terminal of its own (the password goes there too).
+FAKE_DOAS = r'''#!/bin/sh
+printf 'doas (me@here) password: ' >/dev/tty
+read answer </dev/tty
+printf '\nYubiKey touch code: ' >/dev/tty
+exec sleep 600
+'''
+
+
+def test_a_prompt_on_a_terminal_is_named_in_the_error(tmp_path) -> None:
+    path = tmp_path / 'doas'
+    path.write_text(FAKE_DOAS)
+    path.chmod(0o755)
+    with plasmid.Router() as router:
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.doas(doas_path=str(path), password='secret',
+                        prompt_timeout=1, connect_timeout=30,
+                        python_path=sys.executable)
+    said = str(info.value)
+    assert said.endswith('it waits at a prompt we cannot answer (nothing '
+                         'more within 1s): YubiKey touch code:'), said
+
+
+def test_silence_after_an_answered_prompt_is_the_python_starting(
+        fake_su, monkeypatch) -> None:
+    """The newline a program writes after reading the password is no
+    prompt: a slow start after it is bounded by connect_timeout alone."""
+    monkeypatch.setenv('DELAY', '1.5')
+    with plasmid.Router() as router:
+        ctx = router.su(su_path=fake_su, password='secret',
+                        prompt_timeout=0.5, python_path=sys.executable)
+        assert ctx.call(os.getpid) != os.getpid()
+
+
+@pytest.mark.parametrize('bad', [0, -1, 'ten', True])
+def test_prompt_timeout_must_be_a_positive_number(bad) -> None:
+    with plasmid.Router() as router:
+        with pytest.raises(ValueError, match='prompt_timeout'):
+            router.sudo(prompt_timeout=bad)
