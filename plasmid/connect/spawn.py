@@ -199,8 +199,8 @@ class Handshake(object):
             reason = 'it waits at a prompt we cannot answer (nothing more ' \
                 'within %gs)' % limit
             if self._prompt_fds()[0] != self.proc.stderr:  # else fail says it
-                lines = self.prompt_buf.decode('utf-8', 'replace').split('\n')
-                reason += ': ' + [l for l in lines if l.strip()][-1].strip()
+                said = self.prompt_buf.decode('utf-8', 'replace')
+                reason += ': ' + said.strip().splitlines()[-1].strip()
             self.fail(reason)
         return left
 
