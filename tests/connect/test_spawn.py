@@ -321,18 +321,26 @@ def fake_su(tmp_path, monkeypatch):
     return str(path)
 
 
+@pytest.mark.parametrize('via', ['master', '2.7'])
 def test_a_prompt_we_cannot_answer_fails_at_prompt_timeout(
-        fake_su, monkeypatch) -> None:
+        fake_su, monkeypatch, via) -> None:
     """A program that asks what we cannot answer (a one-time code) fails
     once prompt_timeout has passed without more, not at connect_timeout;
-    its prompt is in the error, and its process is gone."""
+    its prompt is in the error, and its process is gone.  Started here or
+    by a Python 2.7 intermediary."""
     monkeypatch.setenv('PROMPT_AFTER', 'Verification code: ')
     with plasmid.Router() as router:
+        middle = None if via == 'master' else \
+            router.local(python_path=require_python(via))
         children = _children()
         with pytest.raises(plasmid.ConnectError) as info:
             router.su(su_path=fake_su, password='secret', prompt_timeout=1,
-                      connect_timeout=30, python_path=sys.executable)
-        assert _children() == children
+                      connect_timeout=30, python_path=sys.executable,
+                      via=middle)
+        if middle is None:
+            assert _children() == children
+        else:
+            assert middle.call(connect_fns.wait_no_children, 5.0) == []
     said = str(info.value)
     assert 'it waits at a prompt we cannot answer (nothing more within ' \
         '1s)' in said, said
