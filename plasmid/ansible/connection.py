@@ -232,16 +232,21 @@ class Connection(ConnectionBase):
         method = HOSTED_BECOME[self.become.name]
         if kind == 'become' or method in REFUSED_AS_GIVEN:
             return _RefusedAsVanillaShowsIt()
-        name = self.become.name.rpartition('.')[2]
         if kind == _BECOME_PASSWORD_REFUSED:
-            return AnsibleError('Incorrect %s password' % name)
+            return self._become_password_error('Incorrect')
         # Vanilla knows a missing password only by the words of a plugin
         # that has them (sudo's -n refusal); su's prompt, with nothing to
         # type at it, waits until the time runs out.  We know at once, and
         # say it as vanilla does after the wait.
         if not getattr(self.become, 'missing', ()):
             return _prompt_timed_out(self._prompt_timeout(), b'')
-        return AnsibleError('Missing %s password' % name)
+        return self._become_password_error('Missing')
+
+    def _become_password_error(self, what: str) -> AnsibleError:
+        """Vanilla's words for a become password *what* ('Incorrect',
+        'Missing'), naming the become plugin as it does."""
+        name = self.become.name.rpartition('.')[2]
+        return AnsibleError('%s %s password' % (what, name))
 
     def _password_refused(self, said: str) -> Exception:
         """ssh asked again for the login password we typed.  Under
@@ -377,13 +382,12 @@ class Connection(ConnectionBase):
         vanilla's are; a time-out shows what stdout said, as vanilla's."""
         plugin = self.become
         output = out + err
-        name = plugin.name.rpartition('.')[2]
         if plugin.check_incorrect_password(output):
-            raise AnsibleError('Incorrect %s password' % name)
+            raise self._become_password_error('Incorrect')
         if plugin.check_missing_password(output):
-            raise AnsibleError('Missing %s password' % name)
+            raise self._become_password_error('Missing')
         if prompt_seen(plugin, output) > 1:
-            raise AnsibleError('Incorrect %s password' % name)
+            raise self._become_password_error('Incorrect')
         if _BECOME_TIMED_OUT in output:
             said = out.replace(_BECOME_TIMED_OUT, b'').strip()
             raise _prompt_timed_out(timeout, said)
