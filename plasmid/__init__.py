@@ -5,16 +5,20 @@ in them, and let the code they need travel on demand.  See README.md.
 
 Names are loaded on first use: a process that needs only part of plasmid
 (an Ansible worker, which runs the connection plugin once per task) does
-not pay for importing the master's router.
+not pay for importing the master's router, nor even the errors.  (This
+file is the master's; a context boots with a package of its own,
+plasmid.master.bootstrap's CHILD_PACKAGE.)
 """
-from plasmid.core.errors import (CallError, ConnectError, ContextLost, Error,
-                                 TimeoutError)
-
 __all__ = ['Router', 'Context', 'Future', 'as_completed', 'Error',
            'CallError', 'ConnectError', 'ContextLost', 'TimeoutError']
 __version__ = '0.1.0'
 
 _LAZY = {
+    'Error': 'plasmid.core.errors',
+    'CallError': 'plasmid.core.errors',
+    'ConnectError': 'plasmid.core.errors',
+    'ContextLost': 'plasmid.core.errors',
+    'TimeoutError': 'plasmid.core.errors',
     'Router': 'plasmid.master.router',
     'Context': 'plasmid.core.context',
     'Future': 'plasmid.core.context',

