@@ -58,6 +58,14 @@ BECOME_METHODS = ('sudo', 'su', 'doas')
 WINDOW = 4
 FILE_CHUNK = 4 << 20
 
+# A command's or module's output beyond this many bytes stays in its
+# context and comes over in FILE_CHUNK pieces, WINDOW on their way, so
+# that no result is too large for one message.  PLASMID_ANSIBLE_HOLD_ABOVE
+# sets it (bytes); it is kept under half of CONTEXT_MAX_MESSAGE, the bound
+# on any one message from a context (a zip, a chunk, a smaller result).
+HOLD_ABOVE = 64 << 20
+CONTEXT_MAX_MESSAGE = 1 << 30
+
 
 class BecomeFailed(Exception):
     """The login worked, becoming the other user did not.  ``kind`` says
@@ -273,8 +281,10 @@ def _account_removed(job: dict) -> Optional[str]:
 class Broker:
     """Serves requests from worker processes, one thread per worker."""
 
-    def __init__(self, router: plasmid.Router) -> None:
+    def __init__(self, router: plasmid.Router,
+                 hold_above: int = HOLD_ABOVE) -> None:
         self.pool = Pool(router)
+        self.hold_above = min(hold_above, CONTEXT_MAX_MESSAGE // 2)
         self.zips = zips.ZipStore()
         # What crossed to the targets, for tests and benchmarks: module
         # runs, shell commands (hosted or as given), zips, files, contexts.
@@ -299,11 +309,19 @@ class Broker:
                 while True:
                     request = wire.receive(conn)
                     self.client_pids.add(pid)
-                    wire.send(conn, self.answer(request))
+                    self._send_answer(conn, self.answer(request))
         except (wire.BrokerGone, OSError, hangup.WorkerGone):
             return  # the worker is gone: nobody to answer
         finally:
             watch.close()
+
+    @staticmethod
+    def _send_answer(conn: socket.socket, answer: tuple) -> None:
+        try:
+            wire.send(conn, answer)
+        except wire.Unsendable as exc:
+            wire.send(conn, ('error', 'broker',
+                             'the result could not be sent: %s' % exc))
 
     def answer(self, request: Any) -> tuple:
         try:
@@ -432,7 +450,8 @@ class Broker:
         found = self._module_context(spec, python)
         self._ensure_zip(found, digest, files, job['module_fqn'])
         self.counts['module_runs'] += 1
-        return self._call(spec, found, target.run_module, digest, job)
+        return self._whole(spec, found, self._call(
+            spec, found, target.run_module, digest, job, self.hold_above))
 
     def _module_context(self, spec: dict, python: str) -> Target:
         """The context that runs modules under *python*.  If that
@@ -525,9 +544,39 @@ class Broker:
         found = self.pool.get(spec, python)
         self.counts['shell_as_given' if success else
                     'shell_become' if spec.get('become') else 'shell'] += 1
-        return self._call(spec, found, target.run_shell, command, in_data,
-                          prompt, password, success, terminal, timeout,
-                          _runs_as_sudo_job(spec))
+        return self._whole(spec, found, self._call(
+            spec, found, target.run_shell, command, in_data, prompt,
+            password, success, terminal, timeout, _runs_as_sudo_job(spec),
+            self.hold_above))
+
+    def _whole(self, spec: dict, found: Target, answer: tuple) -> tuple:
+        """*answer* as ``(rc, stdout, stderr)``: a result the context
+        held for its size (target.HELD) is read from it in pieces."""
+        if answer[0] != target.HELD:
+            return answer
+        _, token, rc, out_size, err_size = answer
+        try:
+            out = self._read_held(spec, found, token, 0, out_size)
+            err = self._read_held(spec, found, token, 1, err_size)
+        finally:
+            found.context.call_async(target.drop_held, token)
+        return rc, out, err
+
+    def _read_held(self, spec: dict, found: Target, token: int, which: int,
+                   size: int) -> bytes:
+        """*size* bytes of held stream *which*, WINDOW reads on their way
+        (as fetch_file reads a file)."""
+        pieces: list[bytes] = []
+        ahead: collections.deque = collections.deque()
+        asked = 0
+        while asked < size or ahead:
+            while len(ahead) < WINDOW and asked < size:
+                ahead.append(found.context.call_async(
+                    target.read_held, token, which, asked, FILE_CHUNK))
+                asked += FILE_CHUNK
+            pieces.append(self._result(spec, ahead.popleft()))
+            self.counts['result_chunks'] += 1
+        return _joined(pieces)
 
     def put_file(self, spec: dict, source: str, path: str) -> int:
         """Copy the controller's file *source* to *path* on the target,
@@ -627,6 +676,18 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
         raise
 
 
+def _joined(pieces: list) -> bytes | str:
+    """Pieces of one output, joined as the output would have arrived
+    whole.  A Python 2 context's ``str`` arrives as text, each piece
+    decoded apart (a character may straddle two): join their bytes and
+    decode the whole once."""
+    if all(isinstance(piece, bytes) for piece in pieces):
+        return b''.join(pieces)
+    return b''.join(
+        piece.encode('utf-8', 'surrogateescape') if isinstance(piece, str)
+        else piece for piece in pieces).decode('utf-8', 'surrogateescape')
+
+
 def _made_in(answer: tuple, name: str) -> Optional[str]:
     """The folder a temp dir command made *name* in, from its answer
     (``name=/folder/name``); None if it failed or said something else."""
@@ -715,17 +776,18 @@ def main(argv: list[str]) -> int:
     path, watch_pid = argv[0], int(argv[1])
     logging.basicConfig(level=logging.WARNING,
                         format='%(asctime)s %(name)s %(message)s')
-    # A module's result travels as one message: let contexts send results
-    # as large as the worker's socket takes, rather than the core's default.
+    # Results beyond hold_above come in pieces; anything else from a
+    # context (a zip, a chunk, a smaller result) may be as large as
+    # CONTEXT_MAX_MESSAGE rather than the core's default.
     router = plasmid.Router(threaded=True,
-                            max_message_size=wire.MAX_MESSAGE)
+                            max_message_size=CONTEXT_MAX_MESSAGE)
     prepare_code(router)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     os.chmod(path, 0o600)
     server.listen(128)
 
-    broker = Broker(router)
+    broker = Broker(router, hold_above_from(os.environ))
 
     def stop() -> None:
         # The socket is the one the run's Client named: it knows the rest.
@@ -744,6 +806,24 @@ def main(argv: list[str]) -> int:
         conn = accept(server)
         threading.Thread(target=broker.serve, args=(conn,), daemon=True,
                          name='plasmid-worker').start()
+
+
+def hold_above_from(environ: dict) -> int:
+    """PLASMID_ANSIBLE_HOLD_ABOVE (bytes, a positive integer), else
+    HOLD_ABOVE.  A value that is not one is ignored with a warning in the
+    broker's log: it tunes transfers, it never changes a result."""
+    text = environ.get('PLASMID_ANSIBLE_HOLD_ABOVE')
+    if text is None:
+        return HOLD_ABOVE
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        LOG.warning('PLASMID_ANSIBLE_HOLD_ABOVE=%r is not a positive number '
+                    'of bytes: using %d', text, HOLD_ABOVE)
+        return HOLD_ABOVE
+    return value
 
 
 def accept(server: socket.socket) -> socket.socket:

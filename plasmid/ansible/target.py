@@ -12,10 +12,15 @@ Python 2.7-compatible.  Three jobs:
   C-extension state) reaches the next task and nothing is written to disk;
 * run a shell command with input, as ``/bin/sh -c`` would over ssh;
 * write and read files in chunks, for ``put_file`` and ``fetch_file``.
+
+A result larger than the broker's *hold_above* is held here and read in
+pieces (:func:`read_held`): one message of the runtime is bounded, a
+module's output is not.
 """
 from __future__ import absolute_import
 import errno
 import hashlib
+import itertools
 import os
 import signal
 import subprocess
@@ -27,6 +32,9 @@ from plasmid.core import resources
 from plasmid.core.loop import wait_for
 
 _ZIPS = {}  # digest -> ZipModules
+_HELD = {}  # token -> (stdout, stderr) of a result too large for one message
+HELD = 'held'  # first item of a held result's answer (an rc is an int)
+_HELD_TOKENS = itertools.count(1)
 _FILES = {}  # sha1 of a payload file's content -> the content
 _CODE = {}  # (module name, source digest) -> code object, shared by zips
 ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
@@ -193,14 +201,15 @@ def add_zip_files(digest, known, new, module_fqn):
     return len(_ZIPS[digest].code)
 
 
-def run_module(digest, job):
+def run_module(digest, job, hold_above=None):
     """Run one module as the AnsiballZ wrapper would, in a fork of this
     context; return ``(rc, stdout, stderr)`` as bytes, like the pipelined
     interpreter.
 
     Once the answer is sent, import here what the module process imported
     beyond what this context holds (from the target's own library, mostly),
-    so that the next fork finds it loaded.
+    so that the next fork finds it loaded.  Output beyond *hold_above*
+    bytes is held: see :func:`_held_if_large`.
     """
     modules = _ZIPS.get(digest)
     if modules is None:
@@ -210,7 +219,7 @@ def run_module(digest, job):
         then=lambda names: _learn(modules, names, job['module_fqn']))
     if rc < 0:  # killed by signal -rc: what the shell around vanilla's says
         rc = 128 - rc
-    return rc, out, err
+    return _held_if_large(rc, out, err, hold_above)
 
 
 def _learn(modules, imported, module_fqn):
@@ -350,7 +359,17 @@ def _shell_environment():
 
 
 def run_shell(command, in_data=None, prompt=None, password=None,
-              success=None, terminal=None, timeout=30, as_job=False):
+              success=None, terminal=None, timeout=30, as_job=False,
+              hold_above=None):
+    """:func:`shell`, its output held beyond *hold_above* bytes (see
+    :func:`_held_if_large`)."""
+    rc, out, err = shell(command, in_data, prompt, password, success,
+                         terminal, timeout, as_job)
+    return _held_if_large(rc, out, err, hold_above)
+
+
+def shell(command, in_data=None, prompt=None, password=None,
+          success=None, terminal=None, timeout=30, as_job=False):
     """``/bin/sh -c command``; *in_data* on its stdin.
 
     A become command with a password (sudo -S, su) may ask for it: if
@@ -361,6 +380,8 @@ def run_shell(command, in_data=None, prompt=None, password=None,
     the foreground of a shell that holds the terminal, as sudo runs a
     command on a terminal of its own (use_pty).
     """
+    if not isinstance(command, str):  # Python 2's unicode: as sshd gets it
+        command = command.encode('utf-8')
     if terminal is not None:
         argv = ['/bin/sh', '-c', _JOB_SCRIPT, 'sh', command] if as_job \
             else ['/bin/sh', '-c', command]
@@ -389,11 +410,38 @@ def run_shell(command, in_data=None, prompt=None, password=None,
 
 def run_shell_checked(command):
     """For commands sent ahead: their failure is an error, not an rc."""
-    rc, out, err = run_shell(command)
+    rc, out, err = shell(command)
     if rc != 0:
         raise RuntimeError('%r failed (rc %d): %s' % (
             command, rc, (err or out).decode('utf-8', 'replace').strip()))
     return rc
+
+
+def _held_if_large(rc, out, err, hold_above):
+    """``(rc, out, err)``, or, when *out* and *err* together pass
+    *hold_above* bytes (None: never), ``(HELD, token, rc, len(out),
+    len(err))`` with both kept here for :func:`read_held` until
+    :func:`drop_held`."""
+    if hold_above is None or len(out) + len(err) <= hold_above:
+        return rc, out, err
+    token = next(_HELD_TOKENS)
+    _HELD[token] = (out, err)
+    return HELD, token, rc, len(out), len(err)
+
+
+def read_held(token, which, offset, size):
+    """*size* bytes from *offset* of held result *token*'s stdout
+    (*which* 0) or stderr (1)."""
+    return _HELD[token][which][offset:offset + size]
+
+
+def drop_held(token):
+    _HELD.pop(token, None)
+
+
+def held_count():
+    """How many results are held (for tests)."""
+    return len(_HELD)
 
 
 # What relay() may run: the calls a broker orders behind calls sent ahead.

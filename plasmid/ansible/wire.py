@@ -3,6 +3,8 @@
 One request and one answer per round, each a length-prefixed value of
 plasmid's closed codec, over a UNIX socket that only the same user can
 open.  Answers are ``('ok', value)`` or ``('error', kind, message)``.
+The length takes 8 bytes: a command's output has no bound of its own, so
+an answer may pass 4 GiB (the codec's bound is 4 GiB for one bytes value).
 """
 from __future__ import annotations
 
@@ -10,18 +12,29 @@ import socket
 import struct
 
 from plasmid.core import codec
+from plasmid.core.errors import StreamError
 
-_LENGTH = struct.Struct('>I')
-MAX_MESSAGE = 1 << 30
+_LENGTH = struct.Struct('>Q')
+# Not a limit on results (see above), a bound against a garbled length.
+MAX_MESSAGE = 1 << 36
 
 
 class BrokerGone(Exception):
     """The broker closed the socket or sent something unreadable."""
 
 
+class Unsendable(Exception):
+    """A value the codec cannot encode (a type it refuses, a bytes value
+    of 4 GiB or more); nothing was sent."""
+
+
 def send(sock: socket.socket, value) -> None:
-    data = codec.encode(value)
-    sock.sendall(_LENGTH.pack(len(data)) + data)
+    try:
+        data = codec.encode(value)
+    except (StreamError, struct.error) as exc:
+        raise Unsendable(str(exc)) from None
+    sock.sendall(_LENGTH.pack(len(data)))
+    sock.sendall(data)
 
 
 def receive(sock: socket.socket):

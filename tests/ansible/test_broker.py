@@ -15,7 +15,8 @@ import time
 import pytest
 
 import plasmid
-from plasmid.ansible import broker, wire
+from plasmid.ansible import broker, target, wire
+from testbed.pythons import require_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -248,3 +249,58 @@ def test_a_failed_become_start_is_classified_for_the_worker(
         assert serving.answer(
             ('shell', (spec, None, 'id -un', None, None, None, None))
         ) == ('ok', (0, sshd.user.encode() + b'\n', b'')), 'login'
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_result_beyond_hold_above_comes_over_in_pieces(sshd, version):
+    """The context holds output beyond the broker's hold_above and the
+    broker reads it in FILE_CHUNK pieces, so no result is too large for
+    one message.  The answer is the one the output would have made whole,
+    even from a Python 2 context (whose str arrives as text, and a
+    character here straddles each piece's end), and the context lets the
+    result go once read."""
+    python = version and require_python(version)
+    spec = {'ssh': sshd.ssh_kwargs(), 'become': None}
+    # 9,000,000 bytes of 'é\n' (3 bytes; a piece is 3 * 1398101 + 1)
+    command = ('yes "$(printf \'\\303\\251\')" | head -n 3000000; '
+               'seq 1 1000 >&2')
+    request = ('shell', (spec, python, command, None, None, None, None))
+    with plasmid.Router() as router:
+        whole = broker.Broker(router).answer(request)
+        assert whole[0] == 'ok', whole[:3]
+        assert len(whole[1][1]) in (9000000, 6000000), 'bytes or text'
+        serving = broker.Broker(router, hold_above=1 << 20)
+        assert serving.answer(request) == whole
+        chunks = -(-9000000 // broker.FILE_CHUNK) + 1
+        assert serving.counts['result_chunks'] == chunks, serving.counts
+        context = serving.pool.get(spec, python).context
+        assert context.call(target.held_count) == 0
+        # Output within the bound travels as it always did.
+        serving.answer(('shell', (spec, python, 'seq 1 10', None, None,
+                                  None, None)))
+        assert serving.counts['result_chunks'] == chunks
+
+
+def test_an_answer_the_codec_refuses_reaches_the_worker_as_an_error():
+    """A worker must get an answer, never a closed socket."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        broker.Broker._send_answer(ours, ('ok', object()))
+        answer = wire.receive(theirs)
+    assert answer[:2] == ('error', 'broker'), answer
+    assert answer[2].startswith('the result could not be sent: '), answer
+
+
+@pytest.mark.parametrize('text, expected', [
+    (None, broker.HOLD_ABOVE), ('1048576', 1 << 20),
+    ('0', broker.HOLD_ABOVE), ('-5', broker.HOLD_ABOVE),
+    ('lots', broker.HOLD_ABOVE)])
+def test_hold_above_comes_from_the_environment(text, expected):
+    environ = {} if text is None else {'PLASMID_ANSIBLE_HOLD_ABOVE': text}
+    assert broker.hold_above_from(environ) == expected
+
+
+def test_hold_above_stays_under_the_bound_on_one_message():
+    with plasmid.Router() as router:
+        serving = broker.Broker(router, hold_above=1 << 40)
+        assert serving.hold_above == broker.CONTEXT_MAX_MESSAGE // 2

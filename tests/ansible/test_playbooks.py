@@ -938,8 +938,10 @@ LARGE_RESULT = """
 
 def test_a_result_above_the_default_message_limit_arrives(
         ansible_bin, ansible_account, sshd, tmp_path):
-    """A module result travels as one message; one larger than the core's
-    default limit still arrives whole (vanilla takes it too)."""
+    """A result larger than the broker's hold_above (64 MiB, the core's
+    default message limit) stays in the context and comes over in pieces;
+    it arrives whole (vanilla takes it too)."""
+    from plasmid.ansible.broker import FILE_CHUNK
     from plasmid.core.framing import DEFAULT_MAX_MESSAGE
     data = os.urandom(LARGE_RESULT_BYTES)
     assert len(base64.b64encode(data)) > DEFAULT_MAX_MESSAGE
@@ -954,6 +956,8 @@ def test_a_result_above_the_default_message_limit_arrives(
     read = ours.by_task()[('t1', 'read a large file')]['result']
     assert read['encoding'] == 'base64', read.keys()
     assert base64.b64decode(read['content']) == data
+    assert ours.stats['result_chunks'] >= \
+        len(read['content']) // FILE_CHUNK, ours.stats
 
 
 LIFECYCLE = """

@@ -305,3 +305,44 @@ def test_code_this_python_cannot_compile_fails_the_module_not_the_arrival(
             rc, out, err = ctx.call(target.run_module, 'old', PROBE_JOB)
             assert (rc, out) == (1, b''), err
             assert b'SyntaxError' in err and b'helper.py' in err, err
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_output_beyond_hold_above_is_held_and_read_in_pieces(version):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        held = ctx.call(target.run_shell, 'seq 1 3000; echo oops >&2',
+                        None, None, None, None, None, 30, False, 1000)
+        out = ''.join('%d\n' % i for i in range(1, 3001)).encode()
+        assert held[0] == target.HELD and held[2:] == (0, len(out), 5), held
+        token = held[1]
+        pieces = [ctx.call(target.read_held, token, 0, offset, 4096)
+                  for offset in range(0, len(out), 4096)]
+        assert b''.join(_as_bytes(p) for p in pieces) == out
+        assert _as_bytes(ctx.call(target.read_held, token, 1, 0, 100)) == \
+            b'oops\n'
+        assert ctx.call(target.held_count) == 1
+        ctx.call(target.drop_held, token)
+        assert ctx.call(target.held_count) == 0
+        # At or under the bound, and without one, the result is as ever.
+        rc, hi, err = ctx.call(target.run_shell, 'echo hi', None, None,
+                               None, None, None, 30, False, 3)
+        assert (rc, _as_bytes(hi), _as_bytes(err)) == (0, b'hi\n', b'')
+        assert _as_bytes(ctx.call(target.run_shell, 'seq 1 3000')[1]) == out
+
+
+def _as_bytes(value) -> bytes:
+    """A Python 2 context's str arrives as text."""
+    return value if isinstance(value, bytes) else \
+        value.encode('utf-8', 'surrogateescape')
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_command_that_is_not_ascii_runs_as_over_ssh(version):
+    """In the C locale, as over ssh without LANG, Python 2 would encode a
+    unicode argument as ASCII; sshd hands the shell the command's UTF-8."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=['env', 'LC_ALL=C', 'LANG=C',
+                                        require_python(version)])
+        rc, out, _ = ctx.call(target.run_shell, u'echo caf\xe9')
+        assert (rc, _as_bytes(out)) == (0, b'caf\xc3\xa9\n')
