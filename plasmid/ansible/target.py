@@ -380,8 +380,7 @@ def shell(command, in_data=None, prompt=None, password=None,
     the foreground of a shell that holds the terminal, as sudo runs a
     command on a terminal of its own (use_pty).
     """
-    if not isinstance(command, str):  # Python 2's unicode: as sshd gets it
-        command = command.encode('utf-8')
+    command = _native(command)
     if terminal is not None:
         argv = ['/bin/sh', '-c', _JOB_SCRIPT, 'sh', command] if as_job \
             else ['/bin/sh', '-c', command]
@@ -415,6 +414,14 @@ def run_shell_checked(command):
         raise RuntimeError('%r failed (rc %d): %s' % (
             command, rc, (err or out).decode('utf-8', 'replace').strip()))
     return rc
+
+
+def _native(text):
+    """A command or path as sshd and sftp hand it on: UTF-8 bytes.  Only
+    Python 2's unicode needs it (non-ASCII text arrives as unicode, and
+    in the C locale, as over ssh without LANG, Python 2 would encode it
+    as ASCII and fail)."""
+    return text if isinstance(text, str) else text.encode('utf-8')
 
 
 def _held_if_large(rc, out, err, hold_above):
@@ -606,7 +613,7 @@ def write_file(path, data, offset=0, truncate=True, mode=None):
     flags = os.O_WRONLY | os.O_CREAT
     if truncate:
         flags |= os.O_TRUNC
-    fd = os.open(path, flags, mode if mode is not None else 0o666)
+    fd = os.open(_native(path), flags, mode if mode is not None else 0o666)
     try:
         if offset:
             os.lseek(fd, offset, os.SEEK_SET)
@@ -621,7 +628,7 @@ def write_file(path, data, offset=0, truncate=True, mode=None):
 def read_file(path, offset, size):
     """*size* bytes of a file from *offset*: fewer only at its end (the
     reader stops at the first short chunk), b'' past it."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(_native(path), os.O_RDONLY)
     try:
         os.lseek(fd, offset, os.SEEK_SET)
         pieces = []

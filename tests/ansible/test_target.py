@@ -346,3 +346,16 @@ def test_a_command_that_is_not_ascii_runs_as_over_ssh(version):
                                         require_python(version)])
         rc, out, _ = ctx.call(target.run_shell, u'echo caf\xe9')
         assert (rc, _as_bytes(out)) == (0, b'caf\xc3\xa9\n')
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_path_that_is_not_ascii_is_written_and_read(version, tmp_path):
+    """As sftp would, in the C locale too."""
+    path = str(tmp_path / u'caf\xe9.txt')
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=['env', 'LC_ALL=C', 'LANG=C',
+                                        require_python(version)])
+        assert ctx.call(target.write_file, path, b'data') == 4
+        assert _as_bytes(ctx.call(target.read_file, path, 0, 100)) == b'data'
+    with open(path, 'rb') as written:
+        assert written.read() == b'data'
