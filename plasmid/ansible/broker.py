@@ -564,19 +564,35 @@ class Broker:
 
     def _read_held(self, spec: dict, found: Target, token: int, which: int,
                    size: int) -> bytes:
-        """*size* bytes of held stream *which*, WINDOW reads on their way
-        (as fetch_file reads a file)."""
-        pieces: list[bytes] = []
-        ahead: collections.deque = collections.deque()
-        asked = 0
-        while asked < size or ahead:
-            while len(ahead) < WINDOW and asked < size:
-                ahead.append(found.context.call_async(
-                    target.read_held, token, which, asked, FILE_CHUNK))
-                asked += FILE_CHUNK
-            pieces.append(self._result(spec, ahead.popleft()))
-            self.counts['result_chunks'] += 1
+        """*size* bytes of held stream *which*."""
+        pieces = list(self._reads_ahead(spec, found.context, target.read_held,
+                                        (token, which), 0, size))
+        self.counts['result_chunks'] += len(pieces)
         return _joined(pieces)
+
+    def _reads_ahead(self, spec: dict, context: plasmid.Context, read,
+                     args: tuple, offset: int,
+                     end: Optional[int] = None) -> Iterator[Any]:
+        """The answers of ``read(*args, offset, FILE_CHUNK)`` from *offset*
+        on, WINDOW of them on their way, so that a large transfer streams
+        at the pace of the link rather than one round trip per chunk: up
+        to *end* when it is known, else until one comes back short (the
+        reads asked for past it answer b'' and nobody waits for them)."""
+        ahead: collections.deque = collections.deque()
+        asked = offset
+        while True:
+            while len(ahead) < WINDOW and (end is None or asked < end):
+                ahead.append(context.call_async(read, *args, asked,
+                                                FILE_CHUNK))
+                asked += FILE_CHUNK
+            if not ahead:
+                return
+            self.counts['most_reads_ahead'] = max(
+                self.counts['most_reads_ahead'], len(ahead))
+            piece = self._result(spec, ahead.popleft())
+            yield piece
+            if end is None and len(piece) < FILE_CHUNK:
+                return
 
     def put_file(self, spec: dict, source: str, path: str) -> int:
         """Copy the controller's file *source* to *path* on the target,
@@ -604,10 +620,9 @@ class Broker:
     def fetch_file(self, spec: dict, path: str, dest: str) -> int:
         """Copy the target's file *path* to the controller's file *dest*,
         written here rather than by the worker (the mirror of put_file).
-        The first chunk costs one round trip; when it is full, WINDOW
-        reads are kept on their way, so a large file streams at the
-        pace of the link rather than one round trip per chunk.  A read
-        past the end is short or empty: the first short one ends it."""
+        The first chunk costs one round trip; when it is full, the rest
+        are read ahead (:meth:`_reads_ahead`).  A read past the end is
+        short or empty: the first short one ends it."""
         login = self._login(spec)
         # Read before opening: a file that cannot be read leaves none here.
         chunk = self._call(spec, login, target.read_file, path, 0, FILE_CHUNK)
@@ -615,20 +630,13 @@ class Broker:
         with replacing(dest) as out:
             out.write(chunk)
             offset = len(chunk)
-            ahead: collections.deque = collections.deque()
-            asked = offset
-            while len(chunk) == FILE_CHUNK:
-                while len(ahead) < WINDOW:
-                    ahead.append(login.context.call_async(
-                        target.read_file, path, asked, FILE_CHUNK))
-                    asked += FILE_CHUNK
-                self.counts['most_reads_ahead'] = max(
-                    self.counts['most_reads_ahead'], len(ahead))
-                chunk = self._result(spec, ahead.popleft())
-                self.counts['file_chunks_fetched'] += 1
-                out.write(chunk)
-                offset += len(chunk)
-        # The reads asked for past the end answer b'': nobody waits.
+            if len(chunk) == FILE_CHUNK:
+                for chunk in self._reads_ahead(spec, login.context,
+                                               target.read_file, (path,),
+                                               offset):
+                    self.counts['file_chunks_fetched'] += 1
+                    out.write(chunk)
+                    offset += len(chunk)
         return offset
 
     def reset(self, spec: dict) -> int:
