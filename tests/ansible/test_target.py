@@ -337,10 +337,14 @@ def _as_bytes(value) -> bytes:
         value.encode('utf-8', 'surrogateescape')
 
 
-@pytest.mark.parametrize('version', ['2.7', '3.13'])
+# Python 2 and 3.6 in the C locale encode text as ASCII; 3.7+ as UTF-8.
+NOT_ASCII_VERSIONS = ['2.7', '3.6', '3.13']
+
+
+@pytest.mark.parametrize('version', NOT_ASCII_VERSIONS)
 def test_a_command_that_is_not_ascii_runs_as_over_ssh(version):
-    """In the C locale, as over ssh without LANG, Python 2 would encode a
-    unicode argument as ASCII; sshd hands the shell the command's UTF-8."""
+    """In the C locale, as over ssh without LANG, Python 2 and 3.6 would
+    encode the command as ASCII; sshd hands the shell its UTF-8."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=['env', 'LC_ALL=C', 'LANG=C',
                                         require_python(version)])
@@ -348,7 +352,7 @@ def test_a_command_that_is_not_ascii_runs_as_over_ssh(version):
         assert (rc, _as_bytes(out)) == (0, b'caf\xc3\xa9\n')
 
 
-@pytest.mark.parametrize('version', ['2.7', '3.13'])
+@pytest.mark.parametrize('version', NOT_ASCII_VERSIONS)
 def test_a_path_that_is_not_ascii_is_written_and_read(version, tmp_path):
     """As sftp would, in the C locale too."""
     path = str(tmp_path / u'caf\xe9.txt')
@@ -359,3 +363,4 @@ def test_a_path_that_is_not_ascii_is_written_and_read(version, tmp_path):
         assert _as_bytes(ctx.call(target.read_file, path, 0, 100)) == b'data'
     with open(path, 'rb') as written:
         assert written.read() == b'data'
+
