@@ -140,14 +140,23 @@ class Connection(ConnectionBase):
     def _login_spec(self) -> dict:
         host_key_checking = self.get_option('host_key_checking')
         timeout = int(self.get_option('timeout') or 10)
-        # Where vanilla puts it: ssh takes an option's first value, so one
-        # in ssh_args wins over it and one in the common or extra args not.
+        # Each option where vanilla puts it: ssh takes an option's first
+        # value, so one in ssh_args wins over ours, ours over one in the
+        # common or extra args.
         args = _split_args(self.get_option('ssh_args') or '')
+        if not host_key_checking:
+            args += ['-o', 'StrictHostKeyChecking=no']
+        identity_file = self.get_option('private_key_file')
+        agent_key = self._agent_key()
+        if agent_key is not None:
+            # As vanilla: the key in the agent, named by its public half;
+            # the key file is then not offered.
+            args += ['-o', 'IdentitiesOnly=yes',
+                     '-o', 'IdentityFile="%s"' % agent_key]
+            identity_file = None
         args += ['-o', 'ConnectTimeout=%d' % timeout]
         for option in ('ssh_common_args', 'ssh_extra_args'):
             args += _split_args(self.get_option(option) or '')
-        if not host_key_checking:
-            args += ['-o', 'StrictHostKeyChecking=no']
         password = self.get_option('password') or None
         mechanism = self._password_mechanism()
         if mechanism == 'disable':
@@ -160,12 +169,27 @@ class Connection(ConnectionBase):
             'hostname': self._hostname(),
             'port': int(port) if port else None,
             'username': self.get_option('remote_user'),
-            'identity_file': self.get_option('private_key_file'),
+            'identity_file': identity_file,
             'password': password,
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
         }
+
+    def _agent_key(self) -> Optional[str]:
+        """2.19+: a ``private_key`` (the key's text) goes into the ssh agent
+        that ansible-core's SSH_AGENT setting names, by the ssh plugin's
+        own method, so that the same checks, messages and key lifetime
+        apply; the answer is the file of its public half.  None without
+        one, and on 2.18, whose ssh plugin has no such option."""
+        if not _SINCE_2_19 or not self.get_option('private_key'):
+            return None
+        try:
+            return str(self._vanilla_ssh()._populate_agent())
+        except Exception as exc:
+            raise AnsibleAuthenticationFailure(
+                'Failed to add configured private key into ssh-agent.'
+            ) from exc
 
     def _password_mechanism(self) -> str:
         """How the release's ssh plugin would hand ssh the password: its
@@ -340,7 +364,7 @@ class Connection(ConnectionBase):
         ``raw`` and ``script`` output then reads the same (CRLF, stderr
         merged into stdout).  The terminal's type is our TERM, which the
         ssh client would announce ('' if unset: none); None: no terminal."""
-        if in_data is None and sudoable and self.get_option('usetty'):
+        if in_data is None and sudoable and self.get_option('use_tty'):
             return os.environ.get('TERM', '')
         return None
 

@@ -71,6 +71,20 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
           'ini': [{'key': 'remote_port', 'section': 'defaults'}],
           'type': 'int',
           'vars': [{'name': 'ansible_port'}, {'name': 'ansible_ssh_port'}]},
+ 'private_key': {'description': ['The text of a private key in PEM format '
+                                 '(not a file). On ansible-core 2.19 and '
+                                 'later it is added to the ssh agent that '
+                                 'the C(SSH_AGENT) setting names (or starts, '
+                                 'with V(auto)) as C(ansible.builtin.ssh) '
+                                 'adds it, and ssh logs in with that key '
+                                 'only. C(private_key_file) is then not '
+                                 'used. ansible-core 2.18 knows no such '
+                                 'option, and it is ignored there as under '
+                                 'vanilla.'],
+                 'env': [{'name': 'ANSIBLE_PRIVATE_KEY'}],
+                 'type': 'string',
+                 'vars': [{'name': 'ansible_private_key'},
+                          {'name': 'ansible_ssh_private_key'}]},
  'private_key_file': {'description': 'Private key for public key '
                                      'authentication.',
                       'env': [{'name': 'ANSIBLE_PRIVATE_KEY_FILE'}],
@@ -79,6 +93,12 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                       'type': 'string',
                       'vars': [{'name': 'ansible_private_key_file'},
                                {'name': 'ansible_ssh_private_key_file'}]},
+ 'private_key_passphrase': {'description': 'The passphrase of '
+                                           'C(private_key), if it has one.',
+                            'env': [{'name': 'ANSIBLE_PRIVATE_KEY_PASSPHRASE'}],
+                            'type': 'string',
+                            'vars': [{'name': 'ansible_private_key_passphrase'},
+                                     {'name': 'ansible_ssh_private_key_passphrase'}]},
  'remote_user': {'description': 'Account to log in with.',
                  'env': [{'name': 'ANSIBLE_REMOTE_USER'}],
                  'ini': [{'key': 'remote_user', 'section': 'defaults'}],
@@ -128,12 +148,12 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                      {'key': 'timeout', 'section': 'ssh_connection'}],
              'type': 'integer',
              'vars': [{'name': 'ansible_ssh_timeout'}]},
- 'usetty': {'default': True,
-            'description': ['Run commands that get no input (C(raw), '
-                            'C(script)) on a terminal, as '
-                            'C(ansible.builtin.ssh) does with C(-tt), so '
-                            'their output reads the same.'],
-            'env': [{'name': 'ANSIBLE_SSH_USETTY'}],
-            'ini': [{'key': 'usetty', 'section': 'ssh_connection'}],
-            'type': 'bool',
-            'vars': [{'name': 'ansible_ssh_use_tty'}]}}
+ 'use_tty': {'default': True,
+             'description': ['Run commands that get no input (C(raw), '
+                             'C(script)) on a terminal, as '
+                             'C(ansible.builtin.ssh) does with C(-tt), so '
+                             'their output reads the same.'],
+             'env': [{'name': 'ANSIBLE_SSH_USETTY'}],
+             'ini': [{'key': 'usetty', 'section': 'ssh_connection'}],
+             'type': 'bool',
+             'vars': [{'name': 'ansible_ssh_use_tty'}]}}

@@ -1118,6 +1118,65 @@ def test_the_sshpass_password_mechanism_matches_vanilla(
         assert 'Invalid/incorrect password: Permission denied' in said, said
 
 
+AGENT_KEY = """
+- hosts: targets
+  gather_facts: false
+  vars:
+    ansible_ssh_private_key: "{{ lookup('file', key_path) }}"
+    ansible_ssh_private_key_passphrase: %s
+  tasks:
+    - name: pipelined
+      command: id -un
+    - name: raw
+      raw: id -un
+"""
+
+
+def test_a_private_key_given_as_text_logs_in_through_the_agent(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """2.19+: ``ansible_ssh_private_key`` (a key's text, with its
+    passphrase) goes into the ssh agent that SSH_AGENT=auto starts, and ssh
+    logs in with that key alone, not the key file the inventory names: a
+    host given a key sshd does not know is unreachable, as in vanilla."""
+    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+        pytest.skip('2.18 has no private_key option')
+    passphrase = 'agent-test'
+    keys = {}
+    for name in ('known', 'unknown'):
+        keys[name] = tmp_path / ('key-%s' % name)
+        subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N',
+                               passphrase, '-C', name, '-f',
+                               str(keys[name])])
+    authorized = os.path.join(sshd.server.dir, 'authorized_keys',
+                              ansible_account)
+    with open(authorized, 'a') as out:
+        out.write(keys['known'].with_suffix('.pub').read_text())
+    # The test bed's ssh options keep ssh away from any agent.
+    inv = inventory(sshd, ansible_account, hosts=('known', 'unknown'))
+    inv = inv.replace('-o IdentityAgent=none ', '')
+    lines = inv.splitlines()
+    for i, name in ((1, 'known'), (2, 'unknown')):
+        lines[i] += ' key_path=%s' % keys[name]
+    inv = '\n'.join(lines) + '\n'
+    # The agent's socket goes in the local temp dir: a short path, as a
+    # unix socket's must be.
+    local_temp = tempfile.mkdtemp(prefix='pa-')
+    try:
+        book = AGENT_KEY % passphrase
+        env = {'ANSIBLE_SSH_AGENT': 'auto', 'ANSIBLE_LOCAL_TEMP': local_temp}
+        vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False, env)
+        ours = run_playbook(ansible_bin, tmp_path, book, inv, True, env)
+    finally:
+        sshd.server.authorize(ansible_account)
+        shutil.rmtree(local_temp, ignore_errors=True)
+    assert_same(vanilla, ours)
+    results = ours.by_task()
+    for task in ('pipelined', 'raw'):
+        assert results[('known', task)]['result']['stdout'].strip() == \
+            ansible_account
+    assert results[('unknown', 'pipelined')]['status'] == 'unreachable'
+
+
 SU = """
 - hosts: targets
   gather_facts: false

@@ -84,6 +84,27 @@ options:
     vars:
       - name: ansible_private_key_file
       - name: ansible_ssh_private_key_file
+  private_key:
+    description:
+      - The text of a private key in PEM format (not a file). On ansible-core 2.19 and
+        later it is added to the ssh agent that the C(SSH_AGENT) setting names (or starts, with
+        V(auto)) as C(ansible.builtin.ssh) adds it, and ssh logs in with that key only.
+        C(private_key_file) is then not used. ansible-core 2.18 knows no such option, and
+        it is ignored there as under vanilla.
+    type: string
+    env:
+      - name: ANSIBLE_PRIVATE_KEY
+    vars:
+      - name: ansible_private_key
+      - name: ansible_ssh_private_key
+  private_key_passphrase:
+    description: The passphrase of C(private_key), if it has one.
+    type: string
+    env:
+      - name: ANSIBLE_PRIVATE_KEY_PASSPHRASE
+    vars:
+      - name: ansible_private_key_passphrase
+      - name: ansible_ssh_private_key_passphrase
   host_key_checking:
     description: Whether unknown host keys are refused.
     type: boolean
@@ -166,7 +187,7 @@ options:
     vars:
       - name: ansible_pipelining
       - name: ansible_ssh_pipelining
-  usetty:
+  use_tty:
     description:
       - Run commands that get no input (C(raw), C(script)) on a terminal, as
         C(ansible.builtin.ssh) does with C(-tt), so their output reads the same.
