@@ -120,6 +120,7 @@ class Pool:
         self.router = router
         self.targets: dict[tuple, Target] = {}
         self.connecting: dict[tuple, threading.Lock] = {}
+        self.login_retries = 0  # logins started again (reconnection_retries)
         self.lock = threading.Lock()
 
     def get(self, spec: dict, python: Optional[str]) -> Target:
@@ -168,8 +169,24 @@ class Pool:
                 return self._become(spec, options, via, python)
             except ConnectError as exc:
                 raise BecomeFailed(exc) from None
-        ssh = dict(spec['ssh'])
-        return self.router.ssh(python_path=python or FIND_PYTHON, **ssh)
+        return self._log_in(dict(spec['ssh']), python)
+
+    def _log_in(self, ssh: dict, python: Optional[str]) -> plasmid.Context:
+        """The login's context, tried again up to its ``retries`` times
+        while it fails as a connection, pausing between tries as
+        vanilla's ssh plugin does."""
+        retries = ssh.pop('retries', 0) or 0
+        attempt = 0
+        while True:
+            try:
+                return self.router.ssh(python_path=python or FIND_PYTHON,
+                                       **ssh)
+            except ConnectError as exc:
+                if attempt >= retries or not worth_retrying(exc):
+                    raise
+            time.sleep(min(2 ** attempt - 1, 30))
+            attempt += 1
+            self.login_retries += 1
 
     def _become(self, spec: dict, options: dict, via: Target,
                 python: Optional[str]) -> plasmid.Context:
@@ -352,6 +369,7 @@ class Broker:
     def stats(self) -> dict:
         counts = dict(self.counts)
         counts['contexts'] = self.pool.router_contexts()
+        counts['login_retries'] = self.pool.login_retries
         counts['client_processes'] = len(self.client_pids)
         return counts
 
@@ -705,6 +723,15 @@ def _made_in(answer: tuple, name: str) -> Optional[str]:
             not said.endswith('/' + name):
         return None
     return said[len(name) + 1:-len(name) - 1]
+
+
+def worth_retrying(exc: ConnectError) -> bool:
+    """Whether a login that failed is tried again (up to the plugin's
+    ``reconnection_retries``), as vanilla tries ssh again when it fails as
+    a connection: not when the interpreter is missing, nor when ssh asked
+    again for the password we typed (vanilla stops at sshpass's refusal,
+    so as not to lock the account)."""
+    return not (spawn.python_missing(exc) or spawn.password_refused(exc))
 
 
 def as_ssh_tells_it(exc: ConnectError | ContextLost) -> str:

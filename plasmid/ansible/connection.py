@@ -174,6 +174,7 @@ class Connection(ConnectionBase):
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
+            'retries': int(self.get_option('reconnection_retries') or 0),
         }
 
     def _agent_key(self) -> Optional[str]:

@@ -99,6 +99,23 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                             'type': 'string',
                             'vars': [{'name': 'ansible_private_key_passphrase'},
                                      {'name': 'ansible_ssh_private_key_passphrase'}]},
+ 'reconnection_retries': {'default': 0,
+                          'description': ['How many times a login that fails '
+                                          "as a connection (ssh's exit "
+                                          'status 255) is tried again, '
+                                          'pausing as C(ansible.builtin.ssh) '
+                                          'does between its tries. A login '
+                                          'is one per host, account and '
+                                          'interpreter for the whole run, so '
+                                          'a retry happens when one is first '
+                                          'started or started again after it '
+                                          'was lost, not per task.'],
+                          'env': [{'name': 'ANSIBLE_SSH_RETRIES'}],
+                          'ini': [{'key': 'retries', 'section': 'connection'},
+                                  {'key': 'retries',
+                                   'section': 'ssh_connection'}],
+                          'type': 'integer',
+                          'vars': [{'name': 'ansible_ssh_retries'}]},
  'remote_user': {'description': 'Account to log in with.',
                  'env': [{'name': 'ANSIBLE_REMOTE_USER'}],
                  'ini': [{'key': 'remote_user', 'section': 'defaults'}],

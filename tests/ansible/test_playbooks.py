@@ -3,6 +3,7 @@ and the accelerator's counters show where the round trips went."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import os
 import re
@@ -719,6 +720,104 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
     finally:
         for listener in keep:
             listener.close()
+
+
+class _DropsFirst:
+    """A port that closes its first connection and passes later ones on to
+    the test sshd: a login whose ssh fails the first time (exit status
+    255, "Connection closed by remote host") and works the next."""
+
+    def __init__(self, server) -> None:
+        self.listener = socket.create_server((server.host, 0))
+        self.port = self.listener.getsockname()[1]
+        self.sshd = (server.host, server.port)
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.accepted == 1:
+                _close_after_banner(conn)
+                continue
+            upstream = socket.create_connection(self.sshd)
+            for src, dst in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=_copy, args=(src, dst),
+                                 daemon=True).start()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _close_after_banner(conn: socket.socket) -> None:
+    """Close once the client's version line is read: with nothing unread,
+    the close is a plain end of stream, never a reset, whatever the
+    timing."""
+    conn.settimeout(10)
+    seen = b''
+    with contextlib.suppress(OSError):
+        while b'\n' not in seen:
+            data = conn.recv(256)
+            if not data:
+                break
+            seen += data
+    conn.close()
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
+
+
+RETRIED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: pipelined
+      command: id -un
+"""
+
+
+@pytest.mark.parametrize('retries', [0, 1])
+def test_a_login_dropped_once_is_tried_again_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, retries):
+    """ansible_ssh_retries: a login whose first connection is dropped
+    (ssh's exit status 255) is tried again and the task runs; without
+    retries the host is unreachable, with vanilla's words."""
+    runs = {}
+    for accelerated in (False, True):
+        proxy = _DropsFirst(sshd.server)
+        inv = inventory(sshd, ansible_account).replace(
+            'ansible_port=%d' % sshd.server.port,
+            'ansible_port=%d ansible_ssh_retries=%d' % (proxy.port, retries))
+        try:
+            runs[accelerated] = run_playbook(ansible_bin, tmp_path, RETRIED,
+                                             inv, accelerated)
+        finally:
+            proxy.close()
+        assert proxy.accepted == 1 + retries
+    vanilla, ours = runs[False], runs[True]
+    assert_same(vanilla, ours)
+    result = ours.by_task()[('t1', 'pipelined')]
+    if retries:
+        assert result['result']['stdout'] == ansible_account, result
+    else:
+        assert result['status'] == 'unreachable', result
+        assert result['result']['msg'] == \
+            vanilla.by_task()[('t1', 'pipelined')]['result']['msg']
+    assert ours.stats['login_retries'] == retries
 
 
 SILENCED = """

@@ -61,11 +61,10 @@ NOT_TAKEN = {
     # Files travel inside the interpreter's own connection.
     'scp_executable', 'scp_extra_args', 'sftp_executable',
     'sftp_extra_args', 'sftp_batch_mode', 'ssh_transfer_method',
-    # Not supported yet (README.md says so): retrying a failed ssh, a
-    # smartcard's PIN typed through pkcs11, another password prompt than
-    # ssh's own, ssh's -v levels.
-    'reconnection_retries', 'pkcs11_provider', 'sshpass_prompt',
-    'verbosity',
+    # Not supported yet (README.md says so): a smartcard's PIN typed
+    # through pkcs11, another password prompt than ssh's own, ssh's -v
+    # levels.
+    'pkcs11_provider', 'sshpass_prompt', 'verbosity',
 }
 
 

@@ -187,6 +187,23 @@ options:
     vars:
       - name: ansible_pipelining
       - name: ansible_ssh_pipelining
+  reconnection_retries:
+    description:
+      - How many times a login that fails as a connection (ssh's exit status 255) is
+        tried again, pausing as C(ansible.builtin.ssh) does between its tries. A login
+        is one per host, account and interpreter for the whole run, so a retry happens
+        when one is first started or started again after it was lost, not per task.
+    type: integer
+    default: 0
+    env:
+      - name: ANSIBLE_SSH_RETRIES
+    ini:
+      - section: connection
+        key: retries
+      - section: ssh_connection
+        key: retries
+    vars:
+      - name: ansible_ssh_retries
   use_tty:
     description:
       - Run commands that get no input (C(raw), C(script)) on a terminal, as
