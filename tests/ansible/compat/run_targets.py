@@ -121,7 +121,8 @@ STRATEGY_TARGETS = ('strategy_free', 'strategy_host_pinned', 'includes',
 
 # What targets leave behind on the machine that makes their next run fail
 # (ansible's CI gives each run a fresh container): removed before each run.
-# 'user:NAME' is an account the target creates (removed with its home).
+# 'user:NAME' is an account the target creates (removed with its home);
+# 'debconf:NAME' a package's answers in the debconf database (purged).
 LEFTOVERS = {
     'lineinfile': ['~root/file.txt'],  # 'Create a file without a path' asserts changed
     # The test user's home stays; re-created with another uid, it is not its own.
@@ -131,6 +132,9 @@ LEFTOVERS = {
     'copy': ['user:tmp_ansible_test_user', '/home/tmp_ansible_test_user',
              '/etc/sudoers.d/tmp_ansible_test_user', '~root/checkmode_subdir',
              '~root/destdir_should_never_exist_because_of_check_mode'],
+    # Its first setting of each answer asserts changed.
+    'debconf': ['debconf:ddclient', 'debconf:ddclient2',
+                'debconf:libnss-ldapd', 'debconf:libnns-ldap'],
 }
 
 
@@ -158,6 +162,10 @@ def remove_leftovers(target: str) -> None:
                                stderr=subprocess.DEVNULL) == 0:
                 subprocess.call(['userdel', '-r', name], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
+            continue
+        if item.startswith('debconf:'):
+            subprocess.run(['debconf-communicate', item[8:]], input=b'PURGE\n',
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             continue
         path = os.path.expanduser(item)
         if os.path.isdir(path) and not os.path.islink(path):
