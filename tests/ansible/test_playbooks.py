@@ -732,6 +732,7 @@ class _DropsFirst:
         self.port = self.listener.getsockname()[1]
         self.sshd = (server.host, server.port)
         self.accepted = 0
+        self.sockets: list[socket.socket] = []  # closed with the proxy
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -745,12 +746,19 @@ class _DropsFirst:
                 _close_after_banner(conn)
                 continue
             upstream = socket.create_connection(self.sshd)
+            self.sockets += [conn, upstream]
             for src, dst in ((conn, upstream), (upstream, conn)):
                 threading.Thread(target=_copy, args=(src, dst),
                                  daemon=True).start()
 
     def close(self) -> None:
+        """Close every socket now, not when the garbage collector gets to
+        them: later tests count this process's descriptors."""
         self.listener.close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
 
 def _close_after_banner(conn: socket.socket) -> None:

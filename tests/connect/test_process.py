@@ -12,10 +12,7 @@ import pytest
 
 from plasmid.connect.process import Process
 from plasmid.core.errors import ConnectError
-
-
-def _fd_count() -> int:
-    return len(os.listdir('/proc/self/fd'))
+from testbed.fds import new_since, open_files
 
 
 def _read_all(fd: int) -> bytes:
@@ -49,12 +46,12 @@ def _run(code: str, tty: bool = False, stdin: bytes = b''):
 
 @pytest.mark.parametrize('tty', [False, True])
 def test_missing_program_is_a_connect_error(tty: bool) -> None:
-    before = _fd_count()
+    before = open_files()
     with pytest.raises(ConnectError) as info:
         Process(['/nonexistent/plasmid-program', '-c', 'x'], tty=tty)
     assert 'cannot run /nonexistent/plasmid-program' in str(info.value)
     # Every pipe (and pty) end opened for it was closed again.
-    assert _fd_count() == before
+    assert not new_since(before)
 
 
 def test_pipes_carry_stdin_stdout_stderr() -> None:
@@ -136,13 +133,13 @@ def test_kill_and_terminate() -> None:
 
 
 def test_close_all_closes_every_fd() -> None:
-    before = _fd_count()
+    before = open_files()
     proc = Process(['sleep', '60'], tty=True)
-    assert _fd_count() > before
+    assert new_since(before)
     proc.kill()
     proc.popen.wait(30)
     proc.close_all()
-    assert _fd_count() == before
+    assert not new_since(before)
     assert (proc.stdin, proc.stdout, proc.stderr, proc.tty_fd) == \
         (None, None, None, None)
 

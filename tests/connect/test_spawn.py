@@ -14,6 +14,7 @@ import pytest
 import connect_fns
 import plasmid
 from plasmid.connect import local, spawn, ssh, sudo
+from testbed.fds import new_since, open_files
 from testbed.ports import free_port
 from testbed.pythons import require_python
 
@@ -80,10 +81,6 @@ def test_method_argv_ends_with_boot_argv() -> None:
 
 # ----------------------------------------------- failed connects leak nothing
 
-def _fd_count() -> int:
-    return len(os.listdir('/proc/self/fd'))
-
-
 def _children() -> dict[int, str]:
     """{pid: state} of this process's children."""
     me = os.getpid()
@@ -119,11 +116,11 @@ FAILURES = {
 @pytest.mark.parametrize('case', sorted(FAILURES))
 def test_failed_local_connect_leaks_no_fd_and_no_zombie(case: str) -> None:
     with plasmid.Router() as router:
-        fds = _fd_count()
+        fds = open_files()
         children = _children()
         with pytest.raises(plasmid.ConnectError):
             router.local(**FAILURES[case])
-        assert _fd_count() == fds
+        assert not new_since(fds)
         assert _children() == children
         assert router.streams == []
         # The router is still fine for the next context.
@@ -134,13 +131,13 @@ def test_failed_local_connect_leaks_no_fd_and_no_zombie(case: str) -> None:
 def test_failed_ssh_connect_leaks_no_fd_and_no_zombie() -> None:
     # Needs no server: nothing listens on the port.
     with plasmid.Router() as router:
-        fds = _fd_count()
+        fds = open_files()
         children = _children()
         with pytest.raises(plasmid.ConnectError) as info:
             router.ssh('127.0.0.1', port=free_port(),
                        ssh_args=['-F', '/dev/null'])
         assert 'Connection refused' in str(info.value)
-        assert _fd_count() == fds
+        assert not new_since(fds)
         assert _children() == children
 
 

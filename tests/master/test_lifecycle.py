@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 
 import plasmid
+from testbed.fds import new_since, open_files
 from testbed.procs import alive, wait_gone
 
 import local_fns
@@ -44,10 +45,6 @@ def zombie_children() -> list[int]:
         if fields[1] == me and fields[0] == 'Z':
             zombies.append(int(name))
     return zombies
-
-
-def fd_count() -> int:
-    return len(os.listdir('/proc/self/fd'))
 
 
 def expect_lost(fut: plasmid.Future) -> None:
@@ -183,7 +180,7 @@ def test_master_exit_leaves_no_context(mode: str, tmp_path) -> None:
 
 def test_many_connect_shutdown_cycles_leak_nothing(
         router: plasmid.Router) -> None:
-    fds_before = fd_count()
+    fds_before = open_files()
     pids = []
     for _ in range(200):
         ctx = router.local()
@@ -194,12 +191,12 @@ def test_many_connect_shutdown_cycles_leak_nothing(
     assert len(set(pids)) == 200
     assert [p for p in pids if alive(p)] == []
     assert zombie_children() == []
-    assert fd_count() == fds_before
+    assert not new_since(fds_before)
     assert router.streams == []
 
 
 def test_many_router_cycles_leak_nothing() -> None:
-    fds_before = fd_count()
+    fds_before = open_files()
     pids = []
     for _ in range(50):
         with plasmid.Router() as r:
@@ -208,7 +205,7 @@ def test_many_router_cycles_leak_nothing() -> None:
     assert len(set(pids)) == 50
     assert [p for p in pids if alive(p)] == []
     assert zombie_children() == []
-    assert fd_count() == fds_before
+    assert not new_since(fds_before)
 
 
 def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
