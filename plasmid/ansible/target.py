@@ -424,10 +424,11 @@ def run_shell_checked(command):
 
 def _native(text):
     """A command or path as sshd and sftp hand it on: its UTF-8 bytes,
-    wherever this interpreter would encode text otherwise.  In the C locale, as over ssh without LANG, Python 2 and
-    Python 3.6 (before PEP 538 and 540) encode it as ASCII and fail on
-    anything else.  (A module job's environment needs no such care: only
-    Python 3.8 and later run modules.)"""
+    wherever this interpreter would encode text otherwise.  In the C
+    locale, as over ssh without LANG, Python 2 and Python 3.6 (before PEP
+    538 and 540) encode it as ASCII and fail on anything else.  (A module
+    job's environment needs no such care: only Python 3.8 and later run
+    modules.)"""
     if isinstance(text, bytes) or _TEXT_IS_UTF8:
         return text
     return text.encode('utf-8', _SURROGATES)

@@ -1256,8 +1256,6 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
                                str(keys[name])])
     authorized = os.path.join(sshd.server.dir, 'authorized_keys',
                               ansible_account)
-    with open(authorized, 'a') as out:
-        out.write(keys['known'].with_suffix('.pub').read_text())
     # The test bed's ssh options keep ssh away from any agent.
     inv = inventory(sshd, ansible_account, hosts=('known', 'unknown'))
     inv = inv.replace('-o IdentityAgent=none ', '')
@@ -1269,6 +1267,8 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
     # unix socket's must be.
     local_temp = tempfile.mkdtemp(prefix='pa-')
     try:
+        with open(authorized, 'a') as out:
+            out.write(keys['known'].with_suffix('.pub').read_text())
         book = AGENT_KEY % passphrase
         env = {'ANSIBLE_SSH_AGENT': 'auto', 'ANSIBLE_LOCAL_TEMP': local_temp}
         vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False, env)
