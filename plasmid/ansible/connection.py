@@ -101,6 +101,11 @@ class _NoPythonThere(Exception):
     does without one (raw, script, a module's failure) is ssh's to do."""
 
 
+class _VanillaSshShadowed(AnsibleError):
+    """ansible.builtin.ssh is this plugin (installed under the name
+    ``ssh``), so the fallback would call itself without end."""
+
+
 class _RunFromScript(Exception):
     """The module must run from its script, as a command (it may respawn
     itself under another interpreter, which needs its payload on disk)."""
@@ -187,6 +192,8 @@ class Connection(ConnectionBase):
             return None
         try:
             return str(self._vanilla_ssh()._populate_agent())
+        except _VanillaSshShadowed:
+            raise
         except Exception as exc:
             raise AnsibleAuthenticationFailure(
                 'Failed to add configured private key into ssh-agent.'
@@ -471,6 +478,15 @@ class Connection(ConnectionBase):
             from ansible.plugins.loader import connection_loader
             ssh = connection_loader.get('ansible.builtin.ssh',
                                         self._play_context, shell=self._shell)
+            if isinstance(ssh, Connection):
+                # Installed as ssh.py in a plugin path: 2.19+ then imports
+                # the builtin's file under the same module name as ours.
+                raise _VanillaSshShadowed(
+                    'ansible.builtin.ssh is plasmid\'s connection plugin here '
+                    '(it is installed under the name "ssh"); plasmid hands a '
+                    'host without Python, and an ssh key given as text, to '
+                    'ansible-core\'s ssh plugin, so it cannot take that '
+                    'plugin\'s place: name it plasmid.accel.ssh instead')
             known = set(ssh.option_definitions)
             ssh.set_options(direct={name: value for name, value in
                                     self._options.items() if name in known})

@@ -1759,6 +1759,43 @@ def test_a_host_without_python_works_as_in_vanilla(
     assert 'Traceback' not in ours.output
 
 
+SHADOWING_PLUGIN = os.path.join(
+    os.path.dirname(__file__), os.pardir, os.pardir, 'ansible_collections',
+    'plasmid', 'accel', 'plugins', 'connection', 'ssh.py')
+
+
+def test_our_plugin_installed_as_ssh_falls_back_or_says_why_not(
+        ansible_bin, ansible_account, sshd_without_python, tmp_path):
+    """Copied into a connection plugin path as ``ssh.py`` (so that hosts
+    whose inventory says ``ansible_connection=ssh`` are accelerated too),
+    our plugin is ``ssh``.  On 2.18 ``ansible.builtin.ssh`` stays
+    ansible-core's, and the fallback for a host without Python reaches it.
+    2.19+ load the builtin's file under the module name ours took, so
+    ``ansible.builtin.ssh`` is ours too: the fallback would call itself
+    without end, and the task says why instead."""
+    plugins = tmp_path / 'connection_plugins'
+    plugins.mkdir()
+    shutil.copyfile(SHADOWING_PLUGIN, plugins / 'ssh.py')
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    run = run_playbook(
+        ansible_bin, tmp_path, NO_PYTHON,
+        inventory(sshd_without_python, ansible_account), False,
+        {'ANSIBLE_CONNECTION_PLUGINS': str(plugins)})
+    assert 'Traceback' not in run.output
+    results = {r['task']: r for r in run.results}
+    raw = results['raw, as to install a Python']
+    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+        assert raw['result']['stdout'].split() == ['hello', ansible_account]
+        assert 'script says hi' in results['a script']['result']['stdout']
+        # It was ours that ran: its broker counted the module sent as given.
+        stats = wait_for_stats(tmp_path / 'stats-vanilla.json')
+        assert stats['modules_from_script'] == 1, stats
+    else:
+        assert raw['status'] == 'failed', raw
+        assert 'name it plasmid.accel.ssh instead' in raw['result']['msg']
+        assert list(results) == ['raw, as to install a Python']
+
+
 DELETE_BECOME_USER = """
 - hosts: targets
   gather_facts: false

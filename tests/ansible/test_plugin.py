@@ -74,3 +74,29 @@ def test_every_ssh_option_is_taken_or_known_not_to_apply(ansible_bin):
     options = read_options(ansible_bin)
     missing = set(options['ssh']) - set(options['ours'])
     assert missing <= NOT_TAKEN, sorted(missing - NOT_TAKEN)
+
+
+FALLBACK_TO_ITSELF = """
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.loader import connection_loader, init_plugin_loader
+init_plugin_loader()
+ours = connection_loader.get('plasmid.accel.ssh', PlayContext())
+# As if ansible.builtin.ssh were this plugin: the fallback would call
+# itself without end.
+connection_loader.get = lambda *args, **kwargs: connection_loader.__class__ \\
+    .get(connection_loader, 'plasmid.accel.ssh', *args[1:], **kwargs)
+try:
+    ours._vanilla_ssh()
+except Exception as exc:
+    print(type(exc).__name__, exc)
+else:
+    print('no error')
+"""
+
+
+def test_a_fallback_that_would_reach_itself_says_why(ansible_bin):
+    out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c',
+                          FALLBACK_TO_ITSELF], cwd='/',
+                         check=True, capture_output=True, text=True).stdout
+    assert out.startswith('_VanillaSshShadowed '), out
+    assert 'name it plasmid.accel.ssh instead' in out, out
