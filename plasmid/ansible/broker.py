@@ -107,6 +107,8 @@ class Target:
         # Login contexts only: calls sent ahead without waiting (temp
         # dirs, small files, clean-up) and answers that never change.
         self.deferred: list = []
+        # Those of them that remove a temp dir: a failure is a warning.
+        self.cleanups: set = set()
         self.homes: dict[str, tuple] = {}
         # Temp dir bases (as ansible-core spells them) where a temp dir
         # was made: the path each names.
@@ -341,6 +343,13 @@ class Broker:
                              'the result could not be sent: %s' % exc))
 
     def answer(self, request: Any) -> tuple:
+        """The answer to *request*, with the warnings met while working
+        it out (see wire.py)."""
+        warnings = self._local.warnings = []
+        answer = self._answer(request)
+        return answer + (warnings,) if warnings else answer
+
+    def _answer(self, request: Any) -> tuple:
         try:
             op, args = request
             return ('ok', self.ops[op](*args))
@@ -378,7 +387,7 @@ class Broker:
     def _login(self, spec: dict) -> Target:
         return self.pool.get({'ssh': spec['ssh'], 'become': None}, None)
 
-    def _defer(self, spec: dict, func, *args: Any) -> None:
+    def _defer(self, spec: dict, func, *args: Any) -> Any:
         """Send a call to the login context and answer at once: its
         outcome is checked when the next call of this login returns.  At
         most WINDOW calls are on their way: a large file streams at the
@@ -387,10 +396,12 @@ class Broker:
         while len(login.deferred) >= WINDOW:
             login.deferred[0].result()
             self._check_deferred(login)
-        login.deferred.append(login.context.call_async(func, *args))
+        future = login.context.call_async(func, *args)
+        login.deferred.append(future)
         self.counts['sent_ahead'] += 1
         self.counts['most_in_flight'] = max(self.counts['most_in_flight'],
                                             len(login.deferred))
+        return future
 
     def _call(self, spec: dict, found: Target, func, *args: Any) -> Any:
         """Call *func* in *found*, after whatever was sent ahead to its
@@ -446,11 +457,29 @@ class Broker:
         for future in [f for f in sent.deferred if f.done()]:
             sent.deferred.remove(future)
             try:
-                future.result()
+                result = future.result()
             except plasmid.Error as exc:
                 failure = failure or exc
+                continue
+            if future in sent.cleanups:
+                sent.cleanups.discard(future)
+                self._warn_if_not_removed(result)
         if failure is not None:
             raise failure
+
+    def _warn_if_not_removed(self, result: tuple) -> None:
+        """Vanilla's warning for a temp dir that was not removed, told to
+        the worker whose request found out (the host's next call)."""
+        rc, _, stderr = result
+        if rc == 0:
+            return
+        self.counts['cleanups_failed'] += 1
+        warnings = getattr(self._local, 'warnings', None)
+        if warnings is not None:
+            # Word for word, the stray brace included.
+            warnings.append(
+                'Error deleting remote temporary files (rc: %s, stderr: %s})'
+                % (rc, _text(stderr)))
 
     # ------------------------------------------------------ operations
 
@@ -523,8 +552,11 @@ class Broker:
     def cleanup(self, spec: dict, command: str) -> tuple:
         """Removing a task's temp dir.  Vanilla only warns when that
         fails; the next call, perhaps another task's, must not fail for
-        it, so its answer is not checked."""
-        self._defer(spec, target.run_shell, command)
+        it: its failure comes back with that call's answer as vanilla's
+        warning, one task late (a run's last removal that fails, when no
+        call follows, is not told)."""
+        self._login(spec).cleanups.add(
+            self._defer(spec, target.run_shell, command))
         return 0, b'', b''
 
     def _zip_files(self, digest: str,
@@ -712,6 +744,10 @@ def _joined(pieces: list) -> bytes | str:
     return b''.join(
         piece.encode('utf-8', 'surrogateescape') if isinstance(piece, str)
         else piece for piece in pieces).decode('utf-8', 'surrogateescape')
+
+
+def _text(output: bytes) -> str:
+    return output.decode('utf-8', 'replace')
 
 
 def _made_in(answer: tuple, name: str) -> Optional[str]:

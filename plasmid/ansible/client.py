@@ -63,6 +63,8 @@ class Client:
         self.lock_path = os.path.join(base, 'broker-%d.lock' % self.pid)
         self.log_path = os.path.join(base, 'broker-%d.log' % self.pid)
         self.sock: Optional[socket.socket] = None
+        # What the broker's answers told the worker to show; it takes them.
+        self.warnings: list[str] = []
 
     def connect(self) -> None:
         if self.sock is not None:
@@ -116,7 +118,11 @@ class Client:
             # tells the broker that nobody waits for this one.
             self.close()
             raise
-        if answer[0] == 'ok':
+        ok = answer[0] == 'ok'
+        told = answer[2:] if ok else answer[3:]  # the warnings, if any
+        if told:
+            self.warnings.extend(told[0])
+        if ok:
             return answer[1]
         raise BrokerError(answer[1], answer[2])
 

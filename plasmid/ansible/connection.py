@@ -255,6 +255,18 @@ class Connection(ConnectionBase):
             if exc.kind in _BECOME_FAILURES:
                 raise self._become_failed(exc.kind) from None
             raise _ansible_error(exc) from None
+        finally:
+            self._show_warnings()
+
+    def _show_warnings(self) -> None:
+        """What the broker met on this call's way that vanilla would have
+        shown (a temp dir it could not remove)."""
+        client = self.client
+        if client is not None and client.warnings:
+            from ansible.utils.display import Display
+            for text in client.warnings:
+                Display().warning(text)
+            client.warnings.clear()
 
     def _become_failed(self, kind: str) -> Exception:
         """The error for a become interpreter that did not start, for the

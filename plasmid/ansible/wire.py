@@ -2,7 +2,9 @@
 
 One request and one answer per round, each a length-prefixed value of
 plasmid's closed codec, over a UNIX socket that only the same user can
-open.  Answers are ``('ok', value)`` or ``('error', kind, message)``.
+open.  Answers are ``('ok', value)`` or ``('error', kind, message)``,
+either with a list of warnings after it when the broker met some that the
+worker is to show (ansible-core's own words, as vanilla shows them).
 The length takes 8 bytes: a command's output has no bound of its own, so
 an answer may pass 4 GiB (the codec's bound is 4 GiB for one bytes value).
 """

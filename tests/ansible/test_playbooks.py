@@ -1610,14 +1610,19 @@ UNREMOVABLE_TEMP_DIR = """
 def test_a_temp_dir_that_cannot_be_removed_fails_no_task(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla warns when a task's temp dir cannot be removed; removing it
-    is sent ahead here, and its failure must not fail the next task."""
+    is sent ahead here, and its failure must not fail the next task.  The
+    warning comes with the next task's call, in vanilla's words."""
     (tmp_path / 'leave_a_root_dir.sh').write_text(
         '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
         'mkdir "$kept" && touch "$kept/file" && echo made\n')
     vanilla, ours = run_both(ansible_bin, tmp_path, UNREMOVABLE_TEMP_DIR,
                              inventory(sshd, ansible_account))
     assert vanilla.rc == 0, vanilla.output
-    assert 'Error deleting remote temporary files' in vanilla.output
+    warning = re.compile(r'Error deleting remote temporary files'
+                         r'\s+\(rc: 1, stderr: \}\)')
+    assert len(warning.findall(vanilla.output)) == 1, vanilla.output
+    assert len(warning.findall(ours.output)) == 1, ours.output
+    assert ours.stats['cleanups_failed'] == 1, ours.stats
 
 
 UNUSABLE_REMOTE_TMP = """
