@@ -147,8 +147,11 @@ class Connection(ConnectionBase):
         timeout = int(self.get_option('timeout') or 10)
         # Each option where vanilla puts it: ssh takes an option's first
         # value, so one in ssh_args wins over ours, ours over one in the
-        # common or extra args.
-        args = _split_args(self.get_option('ssh_args') or '')
+        # common or extra args.  (2.18's ssh plugin has no verbosity: its
+        # variable means nothing there.)
+        args = _verbosity(self.get_option('verbosity')) if _SINCE_2_19 \
+            else []
+        args += _split_args(self.get_option('ssh_args') or '')
         if not host_key_checking:
             args += ['-o', 'StrictHostKeyChecking=no']
         identity_file = self.get_option('private_key_file')
@@ -180,6 +183,8 @@ class Connection(ConnectionBase):
             'ssh_path': self.get_option('ssh_executable') or None,
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
             'retries': int(self.get_option('reconnection_retries') or 0),
+            'password_prompt': password and
+            self.get_option('sshpass_prompt') or None,
         }
 
     def _agent_key(self) -> Optional[str]:
@@ -505,6 +510,11 @@ class Connection(ConnectionBase):
             ssh.set_become_plugin(self.become)
             self._vanilla = ssh
         return self._vanilla
+
+
+def _verbosity(level: Optional[int]) -> list[str]:
+    """ssh's -v flags, first on its command line as in vanilla's."""
+    return ['-' + 'v' * int(level)] if level and int(level) > 0 else []
 
 
 def _split_args(text: str) -> list[str]:

@@ -156,6 +156,20 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                              'section': 'ssh_connection'}],
                     'type': 'string',
                     'vars': [{'name': 'ansible_ssh_extra_args'}]},
+ 'sshpass_prompt': {'default': '',
+                    'description': ['Text of the password prompt; the '
+                                    "password is typed where ssh's output "
+                                    'contains it, as C(ansible.builtin.ssh) '
+                                    'has C(sshpass) or its askpass helper '
+                                    'watch for it.',
+                                    'Empty (the default) types it at a '
+                                    'prompt ending in "password:" or '
+                                    '"passphrase:".'],
+                    'env': [{'name': 'ANSIBLE_SSHPASS_PROMPT'}],
+                    'ini': [{'key': 'sshpass_prompt',
+                             'section': 'ssh_connection'}],
+                    'type': 'string',
+                    'vars': [{'name': 'ansible_sshpass_prompt'}]},
  'timeout': {'default': 10,
              'description': 'Seconds to wait for the connection to be set '
                             'up.',
@@ -173,4 +187,14 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
              'env': [{'name': 'ANSIBLE_SSH_USETTY'}],
              'ini': [{'key': 'usetty', 'section': 'ssh_connection'}],
              'type': 'bool',
-             'vars': [{'name': 'ansible_ssh_use_tty'}]}}
+             'vars': [{'name': 'ansible_ssh_use_tty'}]},
+ 'verbosity': {'default': 0,
+               'description': 'How many C(-v) ssh gets (ansible-core 2.19+ '
+                              'names it so); what it then writes goes into '
+                              'the unreachable message of a login that '
+                              'fails, as under C(ansible.builtin.ssh), and '
+                              "into the broker's log.",
+               'env': [{'name': 'ANSIBLE_SSH_VERBOSITY'}],
+               'ini': [{'key': 'verbosity', 'section': 'ssh_connection'}],
+               'type': 'int',
+               'vars': [{'name': 'ansible_ssh_verbosity'}]}}

@@ -99,6 +99,18 @@ def method_module(name):
     return sys.modules[module_name]
 
 
+def _prompt_pattern(method, spec):
+    """What a password prompt looks like: the method's own pattern, or
+    where the spec gives a *password_prompt*, any output that contains
+    that text (as ``sshpass -P`` watches for it)."""
+    custom = spec.get('password_prompt')
+    if not custom:
+        return method.PROMPT
+    if not isinstance(custom, bytes):
+        custom = custom.encode('utf-8')
+    return re.compile(re.escape(custom))
+
+
 class Handshake(object):
     """Drives one new process until its HELLO, answering prompts."""
 
@@ -112,6 +124,7 @@ class Handshake(object):
         self.stderr = b''
         self.prompt_buf = b''
         self.prompts = 0
+        self.prompt = _prompt_pattern(method, spec)
         self.reader = None
         # When the program last wrote something that was neither a prompt
         # we answer nor its Python's first word (None: nothing such since).
@@ -268,8 +281,7 @@ class Handshake(object):
         for pattern, reason in getattr(self.method, 'REFUSALS', []):
             if pattern.search(self.prompt_buf):
                 self.fail(reason)
-        if not self.method.PROMPT or \
-                not self.method.PROMPT.search(self.prompt_buf):
+        if not self.prompt or not self.prompt.search(self.prompt_buf):
             if data.strip():  # a newline after a typed password is none
                 self.unanswered_since = time.time()
             return

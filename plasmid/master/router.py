@@ -157,19 +157,28 @@ class Router:
             connect_timeout: float = 30.0,
             via: Optional[MasterContext] = None,
             keepalive: Optional[tuple[int, int]] = SSH_KEEPALIVE,
+            password_prompt: Optional[str] = None,
             ) -> MasterContext:
         """Start Python on *hostname* through the system ssh client.
         *keepalive* = (seconds, count): ssh probes a quiet connection
         every *seconds* and gives up after *count* probes unanswered, so
         that a link that dies silently loses the context instead of
         leaving its calls waiting; None leaves it to ssh's configuration
-        (ServerAlive options in *ssh_args* win either way)."""
+        (ServerAlive options in *ssh_args* win either way).  The
+        *password* is typed at a prompt ending in "password:" or
+        "passphrase:" (any case), or with *password_prompt* given, at any
+        output that contains that text."""
+        if password_prompt is not None and (
+                not isinstance(password_prompt, str) or not password_prompt):
+            raise ValueError('password_prompt must be a non-empty string, '
+                             'not %r' % (password_prompt,))
         return self._start('ssh', via, name, connect_timeout,
                            hostname=hostname, port=port, username=username,
                            identity_file=identity_file, password=password,
                            python_path=python_path or 'python3',
                            ssh_args=list(ssh_args or []), ssh_path=ssh_path,
-                           keepalive=_checked_keepalive(keepalive))
+                           keepalive=_checked_keepalive(keepalive),
+                           password_prompt=password_prompt)
 
     def sudo(self, username: str = 'root', password: Optional[str] = None,
              via: Optional[MasterContext] = None,

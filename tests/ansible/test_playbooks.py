@@ -722,6 +722,57 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
             listener.close()
 
 
+def test_ssh_verbosity_shows_in_an_unreachable_message_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """2.19+'s ``ansible_ssh_verbosity``: ssh's -v lines in the message of
+    a login that fails, as in vanilla's; on 2.18 the variable means
+    nothing, to either."""
+    server = sshd.server
+    inv = inventory(sshd, ansible_account, extra='ansible_ssh_verbosity=2')
+    inv = inv.replace('ansible_port=%d' % server.port, 'ansible_port=1')
+    vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True)
+    assert vanilla.rc == ours.rc == 4, ours.output
+    since_2_19 = os.path.basename(os.path.dirname(ansible_bin)) >= '2.19'
+    for run in (vanilla, ours):
+        [first, _] = [r['result']['msg'] for r in run.results]
+        assert ('debug2: ' in first) == since_2_19, first
+        assert 'Connection refused' in first, first
+
+
+# An ssh that asks for the password in words of its own (a PAM module's,
+# another language's), as the real one does: through SSH_ASKPASS when that
+# is forced (vanilla's ssh_askpass), else on its terminal (sshpass, ours).
+# Then it logs in with the key, as the real ssh.
+CUSTOM_PROMPT_SSH = """#!/bin/sh
+prompt="Kennwort ($$): "
+if [ -n "$SSH_ASKPASS" ] && [ "$SSH_ASKPASS_REQUIRE" = force ]; then
+    answer=$("$SSH_ASKPASS" "$prompt")
+else
+    printf '%s' "$prompt" > /dev/tty
+    read -r answer < /dev/tty
+fi
+[ "$answer" = 'geheim 2' ] || { echo "Zugriff verweigert" >&2; exit 255; }
+exec ssh "$@"
+"""
+
+
+def test_a_password_prompt_named_by_sshpass_prompt_is_answered(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """``ansible_sshpass_prompt``: the password is typed where ssh's output
+    shows that text, as vanilla's sshpass or askpass helper types it."""
+    fake = tmp_path / 'ssh-kennwort'
+    fake.write_text(CUSTOM_PROMPT_SSH)
+    fake.chmod(0o755)
+    inv = inventory(sshd, ansible_account, extra=(
+        "ansible_password='geheim 2' ansible_sshpass_prompt='Kennwort ('"
+        " ansible_ssh_executable=%s" % fake))
+    vanilla, ours = run_both(ansible_bin, tmp_path, LOGIN_PASSWORD, inv)
+    assert vanilla.rc == 0, vanilla.output
+    assert [r['result']['stdout'].split() for r in ours.results] == \
+        [[ansible_account]] * 2, ours.results
+
+
 class _DropsFirst:
     """A port that closes its first connection and passes later ones on to
     the test sshd: a login whose ssh fails the first time (exit status

@@ -62,9 +62,8 @@ NOT_TAKEN = {
     'scp_executable', 'scp_extra_args', 'sftp_executable',
     'sftp_extra_args', 'sftp_batch_mode', 'ssh_transfer_method',
     # Not supported yet (README.md says so): a smartcard's PIN typed
-    # through pkcs11, another password prompt than ssh's own, ssh's -v
-    # levels.
-    'pkcs11_provider', 'sshpass_prompt', 'verbosity',
+    # through pkcs11.
+    'pkcs11_provider',
 }
 
 

@@ -97,6 +97,44 @@ def test_one_password_prompt_leaves_the_refusal_to_ssh(sshd, router) -> None:
             sshd.user, sshd.server.host), error
 
 
+# An ssh that asks for the password in words of its own (a PAM module's,
+# another language's) before it logs in with the key as the real one.
+CUSTOM_PROMPT_SSH = """#!/bin/sh
+printf 'Kennwort (%%s): ' "$$" > /dev/tty
+read -r answer < /dev/tty
+[ "$answer" = '%s' ] || { echo "Zugriff verweigert" >&2; exit 255; }
+exec ssh "$@"
+"""
+
+
+def _custom_prompt_ssh(tmp_path, password: str) -> str:
+    path = tmp_path / 'ssh-kennwort'
+    path.write_text(CUSTOM_PROMPT_SSH % password)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_password_prompt_of_other_words_is_answered_when_named(
+        sshd, router, tmp_path) -> None:
+    """password_prompt: the password goes where the output contains that
+    text, as sshpass -P does it; ssh's usual pattern would not see it."""
+    ssh_path = _custom_prompt_ssh(tmp_path, 'geheim 1')
+    ctx = router.ssh(password='geheim 1', password_prompt='Kennwort (',
+                     ssh_path=ssh_path, **sshd.ssh_kwargs())
+    assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
+    # Without it, nobody answers: the start runs out of time.
+    error = _connect_failure(router, password='geheim 1', ssh_path=ssh_path,
+                             **dict(sshd.ssh_kwargs(), connect_timeout=2))
+    assert 'no answer within 2s' in str(error), error
+
+
+@pytest.mark.parametrize('prompt', ['', b'Kennwort', 3])
+def test_a_password_prompt_must_be_text(router, prompt) -> None:
+    with pytest.raises(ValueError, match='password_prompt must be'):
+        router.ssh(hostname='unused.invalid', password='x',
+                   password_prompt=prompt)
+
+
 # --------------------------------------------------------- connect errors
 
 def test_nothing_listening_on_port(sshd, router) -> None:

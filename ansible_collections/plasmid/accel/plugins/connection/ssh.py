@@ -73,6 +73,20 @@ options:
         key: password_mechanism
     vars:
       - name: ansible_ssh_password_mechanism
+  sshpass_prompt:
+    description:
+      - Text of the password prompt; the password is typed where ssh's output contains it,
+        as C(ansible.builtin.ssh) has C(sshpass) or its askpass helper watch for it.
+      - Empty (the default) types it at a prompt ending in "password:" or "passphrase:".
+    type: string
+    default: ''
+    ini:
+      - section: ssh_connection
+        key: sshpass_prompt
+    env:
+      - name: ANSIBLE_SSHPASS_PROMPT
+    vars:
+      - name: ansible_sshpass_prompt
   private_key_file:
     description: Private key for public key authentication.
     type: string
@@ -217,6 +231,19 @@ options:
       - name: ANSIBLE_SSH_USETTY
     vars:
       - name: ansible_ssh_use_tty
+  verbosity:
+    description: How many C(-v) ssh gets (ansible-core 2.19+ names it so); what it then
+      writes goes into the unreachable message of a login that fails, as under
+      C(ansible.builtin.ssh), and into the broker's log.
+    type: int
+    default: 0
+    env:
+      - name: ANSIBLE_SSH_VERBOSITY
+    ini:
+      - section: ssh_connection
+        key: verbosity
+    vars:
+      - name: ansible_ssh_verbosity
   timeout:
     description: Seconds to wait for the connection to be set up.
     type: integer
