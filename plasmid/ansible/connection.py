@@ -53,6 +53,8 @@ def import_runtime() -> None:
     for name in RUNTIME_MODULES:
         importlib.import_module(name)
 
+# What ssh's prompt for a token's PIN starts with; vanilla watches for it.
+PKCS11_PROMPT = 'Enter PIN for '
 _SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
 # What the release's ssh plugin raises when the become prompt never shows:
 # the host is unreachable since 2.19, the task failed before.
@@ -143,16 +145,43 @@ class Connection(ConnectionBase):
         return self.get_option('host') or self._play_context.remote_addr
 
     def _login_spec(self) -> dict:
-        host_key_checking = self.get_option('host_key_checking')
         timeout = int(self.get_option('timeout') or 10)
-        # Each option where vanilla puts it: ssh takes an option's first
-        # value, so one in ssh_args wins over ours, ours over one in the
-        # common or extra args.  (2.18's ssh plugin has no verbosity: its
-        # variable means nothing there.)
-        args = _verbosity(self.get_option('verbosity')) if _SINCE_2_19 \
-            else []
+        password = self.get_option('password') or None
+        mechanism = self._password_mechanism()
+        provider = self.get_option('pkcs11_provider')
+        args, identity_file = self._ssh_args(password, mechanism, provider,
+                                             timeout)
+        if mechanism == 'disable':
+            password = None
+        port = self.get_option('port')
+        return {
+            'hostname': self._hostname(),
+            'port': int(port) if port else None,
+            'username': self.get_option('remote_user'),
+            'identity_file': identity_file,
+            'password': password,
+            'ssh_args': args,
+            'ssh_path': self.get_option('ssh_executable') or None,
+            'connect_timeout': max(timeout, START_STAGE_FLOOR),
+            'retries': int(self.get_option('reconnection_retries') or 0),
+            'password_prompt': password and (
+                self.get_option('sshpass_prompt') or
+                provider and PKCS11_PROMPT) or None,
+        }
+
+    def _ssh_args(self, password: Optional[str], mechanism: str,
+                  provider: Optional[str],
+                  timeout: int) -> tuple[list[str], Optional[str]]:
+        """ssh's options, and the key file it is to offer (none when the
+        key is in the agent).  Each option where vanilla puts it: ssh takes
+        an option's first value, so one in ssh_args wins over ours, ours
+        over one in the common or extra args.  (2.18's ssh plugin has no
+        verbosity: its variable means nothing there.)"""
+        args = _pkcs11_args(provider, password, mechanism)
+        if _SINCE_2_19:
+            args += _verbosity(self.get_option('verbosity'))
         args += _split_args(self.get_option('ssh_args') or '')
-        if not host_key_checking:
+        if not self.get_option('host_key_checking'):
             args += ['-o', 'StrictHostKeyChecking=no']
         identity_file = self.get_option('private_key_file')
         agent_key = self._agent_key()
@@ -165,27 +194,10 @@ class Connection(ConnectionBase):
         args += ['-o', 'ConnectTimeout=%d' % timeout]
         for option in ('ssh_common_args', 'ssh_extra_args'):
             args += _split_args(self.get_option(option) or '')
-        password = self.get_option('password') or None
-        mechanism = self._password_mechanism()
-        if mechanism == 'disable':
-            password = None
-        elif password and mechanism == 'ssh_askpass':
+        if password and mechanism == 'ssh_askpass':
             # As vanilla's askpass: one prompt, then ssh's own refusal.
             args += ['-o', 'NumberOfPasswordPrompts=1']
-        port = self.get_option('port')
-        return {
-            'hostname': self._hostname(),
-            'port': int(port) if port else None,
-            'username': self.get_option('remote_user'),
-            'identity_file': identity_file,
-            'password': password,
-            'ssh_args': args,
-            'ssh_path': self.get_option('ssh_executable') or None,
-            'connect_timeout': max(timeout, START_STAGE_FLOOR),
-            'retries': int(self.get_option('reconnection_retries') or 0),
-            'password_prompt': password and
-            self.get_option('sshpass_prompt') or None,
-        }
+        return args, identity_file
 
     def _agent_key(self) -> Optional[str]:
         """2.19+: a ``private_key`` (the key's text) goes into the ssh agent
@@ -510,6 +522,23 @@ class Connection(ConnectionBase):
             ssh.set_become_plugin(self.become)
             self._vanilla = ssh
         return self._vanilla
+
+
+def _pkcs11_args(provider: Optional[str], password: Optional[str],
+                 mechanism: str) -> list[str]:
+    """A smartcard's (or token's) key for ssh, its PIN the password:
+    vanilla's options, first on ssh's command line as there."""
+    if not provider:
+        return []
+    if not password:
+        if mechanism == 'disable':
+            return []
+        raise AnsibleError(
+            'to use pkcs11_provider you must specify a password/pin')
+    return ['-o', 'KbdInteractiveAuthentication=no',
+            '-o', 'PreferredAuthentications=publickey',
+            '-o', 'PasswordAuthentication=no',
+            '-o', 'PKCS11Provider=%s' % provider]
 
 
 def _verbosity(level: Optional[int]) -> list[str]:

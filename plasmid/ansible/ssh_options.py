@@ -66,6 +66,17 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                 'type': 'boolean',
                 'vars': [{'name': 'ansible_pipelining'},
                          {'name': 'ansible_ssh_pipelining'}]},
+ 'pkcs11_provider': {'default': '',
+                     'description': ["A PKCS#11 library (a smartcard's, a "
+                                     "token's) whose key ssh logs in with; "
+                                     'the password is then its PIN, typed '
+                                     'where ssh asks "Enter PIN for" unless '
+                                     'O(sshpass_prompt) names other words.'],
+                     'env': [{'name': 'ANSIBLE_PKCS11_PROVIDER'}],
+                     'ini': [{'key': 'pkcs11_provider',
+                              'section': 'ssh_connection'}],
+                     'type': 'string',
+                     'vars': [{'name': 'ansible_ssh_pkcs11_provider'}]},
  'port': {'description': 'Remote port sshd listens on.',
           'env': [{'name': 'ANSIBLE_REMOTE_PORT'}],
           'ini': [{'key': 'remote_port', 'section': 'defaults'}],
@@ -164,7 +175,9 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                                     'watch for it.',
                                     'Empty (the default) types it at a '
                                     'prompt ending in "password:" or '
-                                    '"passphrase:".'],
+                                    '"passphrase:", or with '
+                                    'O(pkcs11_provider) set, where ssh asks '
+                                    '"Enter PIN for".'],
                     'env': [{'name': 'ANSIBLE_SSHPASS_PROMPT'}],
                     'ini': [{'key': 'sshpass_prompt',
                              'section': 'ssh_connection'}],

@@ -1335,6 +1335,81 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
     assert results[('unknown', 'pipelined')]['status'] == 'unreachable'
 
 
+SOFTHSM = '/usr/lib/softhsm/libsofthsm2.so'
+
+
+def _token_with_a_key(tmp_path) -> tuple[dict, str]:
+    """A SoftHSM token holding an RSA key, PIN 1234: the environment that
+    finds it, and the key's public half as authorized_keys takes it."""
+    if not os.path.exists(SOFTHSM) or not shutil.which('softhsm2-util'):
+        pytest.skip('softhsm2 is not installed (.ci/setup installs it)')
+    home = tmp_path / 'softhsm'
+    (home / 'tokens').mkdir(parents=True)
+    conf = home / 'softhsm2.conf'
+    conf.write_text('directories.tokendir = %s\nobjectstore.backend = file\n'
+                    'log.level = ERROR\n' % (home / 'tokens'))
+    env = dict(os.environ, SOFTHSM2_CONF=str(conf))
+    key = home / 'key.pem'
+    for argv in (
+            ['softhsm2-util', '--init-token', '--free', '--label', 'plasmid',
+             '--pin', '1234', '--so-pin', '5678'],
+            ['openssl', 'genpkey', '-algorithm', 'RSA', '-pkeyopt',
+             'rsa_keygen_bits:2048', '-out', str(key)],
+            ['softhsm2-util', '--import', str(key), '--token', 'plasmid',
+             '--label', 'login', '--id', '01', '--pin', '1234']):
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+    public = subprocess.run(['ssh-keygen', '-D', SOFTHSM], env=env,
+                            check=True, capture_output=True, text=True)
+    return {'SOFTHSM2_CONF': str(conf)}, public.stdout
+
+
+PKCS11 = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: pipelined
+      command: id -un
+    - name: raw
+      raw: id -un
+"""
+
+
+def test_a_token_key_logs_in_with_its_pin_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """``ansible_ssh_pkcs11_provider``: ssh takes its key from a PKCS#11
+    token (SoftHSM here), and the password is the token's PIN, typed at
+    ssh's "Enter PIN for" prompt; without a password, vanilla's refusal.
+    The key file the inventory names is one sshd does not know, so only
+    the token can log in."""
+    env, public = _token_with_a_key(tmp_path)
+    inv = inventory(sshd, ansible_account, hosts=('token', 'nopin'),
+                    extra='ansible_ssh_pkcs11_provider=%s' % SOFTHSM)
+    # IdentitiesOnly would leave out the token's key as well.
+    inv = inv.replace(sshd.server.client_key, _stranger_key(tmp_path)) \
+        .replace('-o IdentitiesOnly=yes ', '')
+    lines = inv.splitlines()
+    lines[1] += ' ansible_password=1234'
+    inv = '\n'.join(lines) + '\n'
+    authorized = os.path.join(sshd.server.dir, 'authorized_keys',
+                              ansible_account)
+    try:
+        with open(authorized, 'a') as out:
+            out.write(public)
+        vanilla = run_playbook(ansible_bin, tmp_path, PKCS11, inv, False, env)
+        ours = run_playbook(ansible_bin, tmp_path, PKCS11, inv, True, env)
+    finally:
+        sshd.server.authorize(ansible_account)
+    assert_same(vanilla, ours)
+    results = ours.by_task()
+    for task in ('pipelined', 'raw'):
+        assert results[('token', task)]['result']['stdout'].strip() == \
+            ansible_account
+    refused = results[('nopin', 'pipelined')]
+    assert refused['status'] == 'failed', refused
+    assert 'to use pkcs11_provider you must specify a password/pin' in \
+        refused['result']['msg']
+
+
 SU = """
 - hosts: targets
   gather_facts: false

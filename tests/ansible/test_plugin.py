@@ -61,9 +61,6 @@ NOT_TAKEN = {
     # Files travel inside the interpreter's own connection.
     'scp_executable', 'scp_extra_args', 'sftp_executable',
     'sftp_extra_args', 'sftp_batch_mode', 'ssh_transfer_method',
-    # Not supported yet (README.md says so): a smartcard's PIN typed
-    # through pkcs11.
-    'pkcs11_provider',
 }
 
 

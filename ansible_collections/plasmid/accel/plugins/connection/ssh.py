@@ -77,7 +77,8 @@ options:
     description:
       - Text of the password prompt; the password is typed where ssh's output contains it,
         as C(ansible.builtin.ssh) has C(sshpass) or its askpass helper watch for it.
-      - Empty (the default) types it at a prompt ending in "password:" or "passphrase:".
+      - Empty (the default) types it at a prompt ending in "password:" or "passphrase:", or
+        with O(pkcs11_provider) set, where ssh asks "Enter PIN for".
     type: string
     default: ''
     ini:
@@ -231,6 +232,20 @@ options:
       - name: ANSIBLE_SSH_USETTY
     vars:
       - name: ansible_ssh_use_tty
+  pkcs11_provider:
+    description:
+      - A PKCS#11 library (a smartcard's, a token's) whose key ssh logs in with; the password
+        is then its PIN, typed where ssh asks "Enter PIN for" unless O(sshpass_prompt) names
+        other words.
+    type: string
+    default: ''
+    env:
+      - name: ANSIBLE_PKCS11_PROVIDER
+    ini:
+      - section: ssh_connection
+        key: pkcs11_provider
+    vars:
+      - name: ansible_ssh_pkcs11_provider
   verbosity:
     description: How many C(-v) ssh gets (ansible-core 2.19+ names it so); what it then
       writes goes into the unreachable message of a login that fails, as under
