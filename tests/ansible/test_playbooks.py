@@ -1378,17 +1378,20 @@ def test_a_token_key_logs_in_with_its_pin_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """``ansible_ssh_pkcs11_provider``: ssh takes its key from a PKCS#11
     token (SoftHSM here), and the password is the token's PIN, typed at
-    ssh's "Enter PIN for" prompt; without a password, vanilla's refusal.
+    ssh's "Enter PIN for" prompt; a wrong PIN leaves the host unreachable
+    in ssh's words, no password gets vanilla's refusal.
     The key file the inventory names is one sshd does not know, so only
     the token can log in."""
     env, public = _token_with_a_key(tmp_path)
-    inv = inventory(sshd, ansible_account, hosts=('token', 'nopin'),
+    inv = inventory(sshd, ansible_account,
+                    hosts=('token', 'wrongpin', 'nopin'),
                     extra='ansible_ssh_pkcs11_provider=%s' % SOFTHSM)
     # IdentitiesOnly would leave out the token's key as well.
     inv = inv.replace(sshd.server.client_key, _stranger_key(tmp_path)) \
         .replace('-o IdentitiesOnly=yes ', '')
     lines = inv.splitlines()
     lines[1] += ' ansible_password=1234'
+    lines[2] += ' ansible_password=4321'
     inv = '\n'.join(lines) + '\n'
     authorized = os.path.join(sshd.server.dir, 'authorized_keys',
                               ansible_account)
@@ -1404,6 +1407,7 @@ def test_a_token_key_logs_in_with_its_pin_as_in_vanilla(
     for task in ('pipelined', 'raw'):
         assert results[('token', task)]['result']['stdout'].strip() == \
             ansible_account
+    assert results[('wrongpin', 'pipelined')]['status'] == 'unreachable'
     refused = results[('nopin', 'pipelined')]
     assert refused['status'] == 'failed', refused
     assert 'to use pkcs11_provider you must specify a password/pin' in \
