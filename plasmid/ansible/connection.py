@@ -164,10 +164,17 @@ class Connection(ConnectionBase):
             'ssh_path': self.get_option('ssh_executable') or None,
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
             'retries': int(self.get_option('reconnection_retries') or 0),
-            'password_prompt': password and (
-                self.get_option('sshpass_prompt') or
-                provider and PKCS11_PROMPT) or None,
+            'password_prompt': self._password_prompt(password, provider),
         }
+
+    def _password_prompt(self, password: Optional[str],
+                         provider: Optional[str]) -> Optional[str]:
+        """The text to type the password at, where it is not ssh's usual
+        prompt: as vanilla has sshpass or its askpass helper watch for."""
+        if not password:
+            return None
+        return self.get_option('sshpass_prompt') or \
+            (PKCS11_PROMPT if provider else None)
 
     def _ssh_args(self, password: Optional[str], mechanism: str,
                   provider: Optional[str],

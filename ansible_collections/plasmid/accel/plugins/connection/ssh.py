@@ -247,9 +247,10 @@ options:
     vars:
       - name: ansible_ssh_pkcs11_provider
   verbosity:
-    description: How many C(-v) ssh gets (ansible-core 2.19+ names it so); what it then
-      writes goes into the unreachable message of a login that fails, as under
-      C(ansible.builtin.ssh), and into the broker's log.
+    description: How many C(-v) ssh gets, on ansible-core 2.19+ (2.18's ssh plugin has no
+      such option, so there it is left alone); what ssh then writes goes into the
+      unreachable message of a login that fails, as under C(ansible.builtin.ssh), and into
+      the broker's log.
     type: int
     default: 0
     env:
