@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -2118,6 +2119,67 @@ def test_an_interrupted_run_stops_and_leaves_nothing(
             proc.kill()
             proc.communicate()
         subprocess.run(['pkill', '-u', 'root', '-x', '-f', SLEEP])
+
+
+BROKER_KILLED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: before, command: id -un}
+    - {name: meanwhile, pause: {seconds: 3}}
+    - {name: after, command: id -un}
+    - name: after, with become
+      command: id -un
+      become: true
+"""
+
+
+@pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
+def test_a_broker_killed_mid_run_is_replaced_for_the_next_task(
+        ansible_bin, ansible_account, sshd, tmp_path, extra):
+    """The broker killed between two tasks (out of memory, say): the next
+    task starts a broker afresh, which logs in again; the interpreters of
+    the dead one end with their ssh."""
+    import signal
+    prepared = prepare_playbook(ansible_bin, tmp_path, BROKER_KILLED,
+                                inventory(sshd, ansible_account), True, extra)
+    proc = subprocess.Popen(prepared.argv, env=prepared.env,
+                            cwd=str(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (
+                prepared.record.exists() and
+                '"before"' in prepared.record.read_text()):
+            time.sleep(0.1)
+        broker = _pids('-f', 'broker-%d.sock' % proc.pid)
+        assert broker and '\n' not in broker, broker
+        first_logins = _pids('-u', ansible_account)
+        os.kill(int(broker), signal.SIGKILL)
+        output, _ = proc.communicate(timeout=120)  # a hang fails here
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, output
+    results = [json.loads(line) for line in
+               prepared.record.read_text().splitlines()]
+    assert [(r['task'], r['status']) for r in results] == [
+        ('before', 'ok'), ('meanwhile', 'ok'), ('after', 'ok'),
+        ('after, with become', 'ok')], output
+    assert [r['result']['stdout'] for r in results
+            if r['task'] != 'meanwhile'] == \
+        [ansible_account, ansible_account, 'root']
+    # The new broker's counters: it logged in afresh.
+    stats = wait_for_stats(prepared.stats)
+    assert stats['contexts'] == 2, stats
+    # The dead broker's interpreter ended with its ssh.
+    deadline = time.time() + 15
+    while time.time() < deadline and \
+            set(first_logins.split()) & set(_pids('-u', ansible_account).split()):
+        time.sleep(0.2)
+    assert not set(first_logins.split()) & \
+        set(_pids('-u', ansible_account).split()), 'old interpreter left'
 
 
 # Unique to this session: a sleep left by another (a killed one) must not
