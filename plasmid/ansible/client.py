@@ -111,7 +111,8 @@ class Client:
             answer = wire.receive(self.sock)
         except (OSError, wire.BrokerGone) as exc:
             self.close()
-            raise BrokerError('broker', 'lost the plasmid broker: %s' % exc)
+            raise BrokerError('broker', 'lost the plasmid broker (%s); its '
+                              'log: %s' % (exc, self.log_path))
         except BaseException:
             # Interrupted mid-call (a task's timeout raises in here): the
             # answer must not be read as the next call's.  Hanging up also

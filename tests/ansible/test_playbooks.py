@@ -2126,31 +2126,46 @@ BROKER_KILLED = """
   gather_facts: false
   tasks:
     - {name: before, command: id -un}
-    - {name: meanwhile, pause: {seconds: 3}}
+    - name: meanwhile
+      %s
+      ignore_errors: true
     - {name: after, command: id -un}
     - name: after, with become
       command: id -un
       become: true
 """
+# Unique to this session, as SLEEP below.
+BROKER_SLEEP = 'sleep 4.%d' % (os.getpid() % 100000)
+MEANWHILE = {'between': 'pause: {seconds: 3}',
+             'during': 'command: %s' % BROKER_SLEEP}
 
 
+@pytest.mark.parametrize('when', sorted(MEANWHILE))
 @pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
 def test_a_broker_killed_mid_run_is_replaced_for_the_next_task(
-        ansible_bin, ansible_account, sshd, tmp_path, extra):
-    """The broker killed between two tasks (out of memory, say): the next
-    task starts a broker afresh, which logs in again; the interpreters of
-    the dead one end with their ssh."""
+        ansible_bin, ansible_account, sshd, tmp_path, extra, when):
+    """The broker killed (out of memory, say) between two tasks, or during
+    one, which then fails saying so and where the broker's log is: the
+    next task starts a broker afresh, which logs in again; the
+    interpreters of the dead one end with their ssh."""
     import signal
-    prepared = prepare_playbook(ansible_bin, tmp_path, BROKER_KILLED,
-                                inventory(sshd, ansible_account), True, extra)
+    prepared = prepare_playbook(
+        ansible_bin, tmp_path, BROKER_KILLED % MEANWHILE[when],
+        inventory(sshd, ansible_account), True, extra)
+
+    def time_to_kill() -> bool:
+        if when == 'during':
+            return bool(_pids('-u', ansible_account, '-x', '-f',
+                              BROKER_SLEEP))
+        return prepared.record.exists() and \
+            '"before"' in prepared.record.read_text()
+
     proc = subprocess.Popen(prepared.argv, env=prepared.env,
                             cwd=str(tmp_path), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.time() + 60
-        while time.time() < deadline and not (
-                prepared.record.exists() and
-                '"before"' in prepared.record.read_text()):
+        while time.time() < deadline and not time_to_kill():
             time.sleep(0.1)
         broker = _pids('-f', 'broker-%d.sock' % proc.pid)
         assert broker and '\n' not in broker, broker
@@ -2164,12 +2179,19 @@ def test_a_broker_killed_mid_run_is_replaced_for_the_next_task(
     assert proc.returncode == 0, output
     results = [json.loads(line) for line in
                prepared.record.read_text().splitlines()]
+    meanwhile = 'ok' if when == 'between' else 'failed'
     assert [(r['task'], r['status']) for r in results] == [
-        ('before', 'ok'), ('meanwhile', 'ok'), ('after', 'ok'),
+        ('before', 'ok'), ('meanwhile', meanwhile), ('after', 'ok'),
         ('after, with become', 'ok')], output
     assert [r['result']['stdout'] for r in results
             if r['task'] != 'meanwhile'] == \
         [ansible_account, ansible_account, 'root']
+    if when == 'during':
+        message = results[1]['result']['msg']
+        assert 'lost the plasmid broker' in message, message
+        assert re.search(r'its log: /\S+/broker-%d\.log' % proc.pid,
+                         message), message
+    assert 'Traceback' not in output
     # The new broker's counters: it logged in afresh.
     stats = wait_for_stats(prepared.stats)
     assert stats['contexts'] == 2, stats
