@@ -165,6 +165,10 @@ class Connection(ConnectionBase):
             'connect_timeout': max(timeout, START_STAGE_FLOOR),
             'retries': int(self.get_option('reconnection_retries') or 0),
             'password_prompt': self._password_prompt(password, provider),
+            # A prompt that is not the password's (a one-time code, words
+            # sshpass_prompt should name) fails the login in `timeout`,
+            # naming it, instead of waiting out the start.
+            'prompt_timeout': timeout if password else None,
         }
 
     def _password_prompt(self, password: Optional[str],

@@ -158,6 +158,7 @@ class Router:
             via: Optional[MasterContext] = None,
             keepalive: Optional[tuple[int, int]] = SSH_KEEPALIVE,
             password_prompt: Optional[str] = None,
+            prompt_timeout: Optional[float] = None,
             ) -> MasterContext:
         """Start Python on *hostname* through the system ssh client.
         *keepalive* = (seconds, count): ssh probes a quiet connection
@@ -167,7 +168,11 @@ class Router:
         (ServerAlive options in *ssh_args* win either way).  The
         *password* is typed at a prompt ending in "password:" or
         "passphrase:" (any case), or with *password_prompt* given, at any
-        output that contains that text."""
+        output that contains that text.  *prompt_timeout*, with a
+        password: seconds the start may wait once ssh has written on its
+        terminal something that is not that prompt (another prompt) and
+        fallen silent; then it fails, naming what ssh wrote (see
+        :meth:`su`)."""
         if password_prompt is not None and (
                 not isinstance(password_prompt, str) or not password_prompt):
             raise ValueError('password_prompt must be a non-empty string, '
@@ -178,7 +183,11 @@ class Router:
                            python_path=python_path or 'python3',
                            ssh_args=list(ssh_args or []), ssh_path=ssh_path,
                            keepalive=_checked_keepalive(keepalive),
-                           password_prompt=password_prompt)
+                           password_prompt=password_prompt,
+                           # Without a password ssh has no terminal, and
+                           # its warnings on stderr are no prompt.
+                           prompt_timeout=_checked_timeout(prompt_timeout)
+                           if password is not None else None)
 
     def sudo(self, username: str = 'root', password: Optional[str] = None,
              via: Optional[MasterContext] = None,

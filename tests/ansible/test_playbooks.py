@@ -774,6 +774,31 @@ def test_a_password_prompt_named_by_sshpass_prompt_is_answered(
         [[ansible_account]] * 2, ours.results
 
 
+def test_a_password_prompt_of_other_words_unnamed_fails_naming_it(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """The same ssh without ``ansible_sshpass_prompt``: nobody types the
+    password, and within ``timeout`` the host is unreachable, the message
+    showing the prompt that waited.  Vanilla's askpass (2.19+) refuses
+    such a prompt at once: unreachable too.  (2.18's sshpass would wait
+    on it for ever, so vanilla is not run there.)"""
+    fake = tmp_path / 'ssh-kennwort'
+    fake.write_text(CUSTOM_PROMPT_SSH)
+    fake.chmod(0o755)
+    inv = inventory(sshd, ansible_account, extra=(
+        "ansible_password='geheim 2' ansible_timeout=2"
+        " ansible_ssh_executable=%s" % fake))
+    ours = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, True)
+    statuses = [r['status'] for r in ours.results]
+    assert statuses == ['unreachable'] * 2, ours.output
+    for result in ours.results:
+        assert 'it waits at a prompt we cannot answer (nothing more within ' \
+            '2s): Kennwort (' in result['result']['msg'], result
+    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+        vanilla = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv,
+                               False)
+        assert [r['status'] for r in vanilla.results] == statuses
+
+
 class _DropsFirst:
     """A port that closes its first connection and passes later ones on to
     the test sshd: a login whose ssh fails the first time (exit status

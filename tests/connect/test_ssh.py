@@ -122,10 +122,15 @@ def test_a_password_prompt_of_other_words_is_answered_when_named(
     ctx = router.ssh(password='geheim 1', password_prompt='Kennwort (',
                      ssh_path=ssh_path, **sshd.ssh_kwargs())
     assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
-    # Without it, nobody answers: the start runs out of time.
+    # Without it, nobody answers: the start runs out of time, or sooner
+    # with a prompt_timeout, naming what ssh asked.
     error = _connect_failure(router, password='geheim 1', ssh_path=ssh_path,
                              **dict(sshd.ssh_kwargs(), connect_timeout=2))
     assert 'no answer within 2s' in str(error), error
+    error = _connect_failure(router, password='geheim 1', ssh_path=ssh_path,
+                             prompt_timeout=0.5, **sshd.ssh_kwargs())
+    assert 'it waits at a prompt we cannot answer (nothing more within ' \
+        '0.5s): Kennwort (' in str(error), error
 
 
 @pytest.mark.parametrize('prompt', ['', b'Kennwort', 3])
