@@ -758,16 +758,23 @@ exec ssh "$@"
 """
 
 
+def _custom_prompt_inventory(sshd, account: str, tmp_path,
+                             extra: str) -> str:
+    """A host reached through CUSTOM_PROMPT_SSH, with its password."""
+    fake = tmp_path / 'ssh-kennwort'
+    fake.write_text(CUSTOM_PROMPT_SSH)
+    fake.chmod(0o755)
+    return inventory(sshd, account, extra=(
+        "ansible_password='geheim 2' ansible_ssh_executable=%s %s"
+        % (fake, extra)))
+
+
 def test_a_password_prompt_named_by_sshpass_prompt_is_answered(
         ansible_bin, ansible_account, sshd, tmp_path):
     """``ansible_sshpass_prompt``: the password is typed where ssh's output
     shows that text, as vanilla's sshpass or askpass helper types it."""
-    fake = tmp_path / 'ssh-kennwort'
-    fake.write_text(CUSTOM_PROMPT_SSH)
-    fake.chmod(0o755)
-    inv = inventory(sshd, ansible_account, extra=(
-        "ansible_password='geheim 2' ansible_sshpass_prompt='Kennwort ('"
-        " ansible_ssh_executable=%s" % fake))
+    inv = _custom_prompt_inventory(sshd, ansible_account, tmp_path,
+                                   "ansible_sshpass_prompt='Kennwort ('")
     vanilla, ours = run_both(ansible_bin, tmp_path, LOGIN_PASSWORD, inv)
     assert vanilla.rc == 0, vanilla.output
     assert [r['result']['stdout'].split() for r in ours.results] == \
@@ -781,12 +788,8 @@ def test_a_password_prompt_of_other_words_unnamed_fails_naming_it(
     showing the prompt that waited.  Vanilla's askpass (2.19+) refuses
     such a prompt at once: unreachable too.  (2.18's sshpass would wait
     on it for ever, so vanilla is not run there.)"""
-    fake = tmp_path / 'ssh-kennwort'
-    fake.write_text(CUSTOM_PROMPT_SSH)
-    fake.chmod(0o755)
-    inv = inventory(sshd, ansible_account, extra=(
-        "ansible_password='geheim 2' ansible_timeout=2"
-        " ansible_ssh_executable=%s" % fake))
+    inv = _custom_prompt_inventory(sshd, ansible_account, tmp_path,
+                                   'ansible_timeout=2')
     ours = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv, True)
     statuses = [r['status'] for r in ours.results]
     assert statuses == ['unreachable'] * 2, ours.output
