@@ -479,7 +479,7 @@ class Broker:
             # Word for word, the stray brace included.
             warnings.append(
                 'Error deleting remote temporary files (rc: %s, stderr: %s})'
-                % (rc, _text(stderr)))
+                % (rc, stderr.decode('utf-8', 'replace')))
 
     # ------------------------------------------------------ operations
 
@@ -744,10 +744,6 @@ def _joined(pieces: list) -> bytes | str:
     return b''.join(
         piece.encode('utf-8', 'surrogateescape') if isinstance(piece, str)
         else piece for piece in pieces).decode('utf-8', 'surrogateescape')
-
-
-def _text(output: bytes) -> str:
-    return output.decode('utf-8', 'replace')
 
 
 def _made_in(answer: tuple, name: str) -> Optional[str]:

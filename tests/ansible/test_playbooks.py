@@ -15,6 +15,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from typing import Iterator
 
 import pytest
 
@@ -1305,6 +1306,19 @@ def test_the_sshpass_password_mechanism_matches_vanilla(
         assert 'Invalid/incorrect password: Permission denied' in said, said
 
 
+@contextlib.contextmanager
+def _also_authorized(sshd, account: str, public_key: str) -> Iterator[None]:
+    """*public_key* logs in as *account* too, until the block ends; then the
+    test bed's own authorized_keys is put back."""
+    authorized = os.path.join(sshd.server.dir, 'authorized_keys', account)
+    try:
+        with open(authorized, 'a') as out:
+            out.write(public_key)
+        yield
+    finally:
+        sshd.server.authorize(account)
+
+
 AGENT_KEY = """
 - hosts: targets
   gather_facts: false
@@ -1334,8 +1348,6 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
         subprocess.check_call(['ssh-keygen', '-q', '-t', 'ed25519', '-N',
                                passphrase, '-C', name, '-f',
                                str(keys[name])])
-    authorized = os.path.join(sshd.server.dir, 'authorized_keys',
-                              ansible_account)
     # The test bed's ssh options keep ssh away from any agent.
     inv = inventory(sshd, ansible_account, hosts=('known', 'unknown'))
     inv = inv.replace('-o IdentityAgent=none ', '')
@@ -1347,14 +1359,15 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
     # unix socket's must be.
     local_temp = tempfile.mkdtemp(prefix='pa-')
     try:
-        with open(authorized, 'a') as out:
-            out.write(keys['known'].with_suffix('.pub').read_text())
-        book = AGENT_KEY % passphrase
-        env = {'ANSIBLE_SSH_AGENT': 'auto', 'ANSIBLE_LOCAL_TEMP': local_temp}
-        vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False, env)
-        ours = run_playbook(ansible_bin, tmp_path, book, inv, True, env)
+        with _also_authorized(sshd, ansible_account,
+                              keys['known'].with_suffix('.pub').read_text()):
+            book = AGENT_KEY % passphrase
+            env = {'ANSIBLE_SSH_AGENT': 'auto',
+                   'ANSIBLE_LOCAL_TEMP': local_temp}
+            vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False,
+                                   env)
+            ours = run_playbook(ansible_bin, tmp_path, book, inv, True, env)
     finally:
-        sshd.server.authorize(ansible_account)
         shutil.rmtree(local_temp, ignore_errors=True)
     assert_same(vanilla, ours)
     results = ours.by_task()
@@ -1422,15 +1435,9 @@ def test_a_token_key_logs_in_with_its_pin_as_in_vanilla(
     lines[1] += ' ansible_password=1234'
     lines[2] += ' ansible_password=4321'
     inv = '\n'.join(lines) + '\n'
-    authorized = os.path.join(sshd.server.dir, 'authorized_keys',
-                              ansible_account)
-    try:
-        with open(authorized, 'a') as out:
-            out.write(public)
+    with _also_authorized(sshd, ansible_account, public):
         vanilla = run_playbook(ansible_bin, tmp_path, PKCS11, inv, False, env)
         ours = run_playbook(ansible_bin, tmp_path, PKCS11, inv, True, env)
-    finally:
-        sshd.server.authorize(ansible_account)
     assert_same(vanilla, ours)
     results = ours.by_task()
     for task in ('pipelined', 'raw'):
