@@ -172,11 +172,12 @@ class Router:
         password: seconds the start may wait once ssh has written on its
         terminal something that is not that prompt (another prompt) and
         fallen silent; then it fails, naming what ssh wrote (see
-        :meth:`su`)."""
+        :meth:`su`).  Without a password it is checked but unused."""
         if password_prompt is not None and (
                 not isinstance(password_prompt, str) or not password_prompt):
             raise ValueError('password_prompt must be a non-empty string, '
                              'not %r' % (password_prompt,))
+        prompt_timeout = _checked_timeout(prompt_timeout)
         return self._start('ssh', via, name, connect_timeout,
                            hostname=hostname, port=port, username=username,
                            identity_file=identity_file, password=password,
@@ -186,7 +187,7 @@ class Router:
                            password_prompt=password_prompt,
                            # Without a password ssh has no terminal, and
                            # its warnings on stderr are no prompt.
-                           prompt_timeout=_checked_timeout(prompt_timeout)
+                           prompt_timeout=prompt_timeout
                            if password is not None else None)
 
     def sudo(self, username: str = 'root', password: Optional[str] = None,

@@ -379,7 +379,18 @@ def test_silence_after_an_answered_prompt_is_the_python_starting(
 
 
 @pytest.mark.parametrize('bad', [0, -1, 'ten', True])
-def test_prompt_timeout_must_be_a_positive_number(bad) -> None:
+@pytest.mark.parametrize('method', ['sudo', 'ssh with a password',
+                                    'ssh without'])
+def test_prompt_timeout_must_be_a_positive_number(bad, method) -> None:
+    """Refused before anything starts, even where it would go unused
+    (ssh without a password has no prompt to time)."""
+    start = {
+        'sudo': lambda router: router.sudo(prompt_timeout=bad),
+        'ssh with a password': lambda router: router.ssh(
+            'unused.invalid', password='x', prompt_timeout=bad),
+        'ssh without': lambda router: router.ssh(
+            'unused.invalid', prompt_timeout=bad),
+    }[method]
     with plasmid.Router() as router:
         with pytest.raises(ValueError, match='prompt_timeout'):
-            router.sudo(prompt_timeout=bad)
+            start(router)
