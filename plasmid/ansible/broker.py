@@ -24,7 +24,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, BinaryIO, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterator, NamedTuple, Optional
 
 import plasmid
 from plasmid.ansible import hangup, target, wire, zips
@@ -94,6 +94,14 @@ class RunFromScript(Exception):
     (``zips.needs_disk``): the worker runs the script as a command."""
 
 
+class SentAhead(NamedTuple):
+    """A call sent without waiting for its answer, and what to do with that
+    answer when a later call finds it come (None: nothing).  A failure
+    fails that later call either way."""
+    future: Any
+    on_answer: Optional[Callable[[Any], None]] = None
+
+
 class Target:
     """One context and what it holds."""
 
@@ -104,11 +112,10 @@ class Target:
         # sends only the files that differ (module_utils are shared).
         self.files: set[str] = set()
         self.lock = threading.Lock()  # serialises zip uploads
-        # Login contexts only: calls sent ahead without waiting (temp
-        # dirs, small files, clean-up) and answers that never change.
-        self.deferred: list = []
-        # Those of them that remove a temp dir: a failure is a warning.
-        self.cleanups: set = set()
+        # Calls sent ahead without waiting: to a login context temp dirs,
+        # small files and clean-up; to any context the zip files its next
+        # module needs.
+        self.deferred: list[SentAhead] = []
         self.homes: dict[str, tuple] = {}
         # Temp dir bases (as ansible-core spells them) where a temp dir
         # was made: the path each names.
@@ -387,21 +394,22 @@ class Broker:
     def _login(self, spec: dict) -> Target:
         return self.pool.get({'ssh': spec['ssh'], 'become': None}, None)
 
-    def _defer(self, spec: dict, func, *args: Any) -> Any:
+    def _defer(self, spec: dict, func, *args: Any,
+               on_answer: Optional[Callable[[Any], None]] = None) -> None:
         """Send a call to the login context and answer at once: its
-        outcome is checked when the next call of this login returns.  At
-        most WINDOW calls are on their way: a large file streams at the
-        pace the target writes it, without piling up here."""
+        outcome is checked when the next call of this login returns, and
+        its answer given to *on_answer*.  At most WINDOW calls are on
+        their way: a large file streams at the pace the target writes it,
+        without piling up here."""
         login = self._login(spec)
         while len(login.deferred) >= WINDOW:
-            login.deferred[0].result()
+            login.deferred[0].future.result()
             self._check_deferred(login)
-        future = login.context.call_async(func, *args)
-        login.deferred.append(future)
+        login.deferred.append(SentAhead(
+            login.context.call_async(func, *args), on_answer))
         self.counts['sent_ahead'] += 1
         self.counts['most_in_flight'] = max(self.counts['most_in_flight'],
                                             len(login.deferred))
-        return future
 
     def _call(self, spec: dict, found: Target, func, *args: Any) -> Any:
         """Call *func* in *found*, after whatever was sent ahead to its
@@ -419,8 +427,8 @@ class Broker:
         else:
             # Another login interpreter started *found*: only its parent
             # could relay, so wait for the calls sent ahead instead.
-            for future in list(login.deferred):
-                future.result()
+            for sent_ahead in list(login.deferred):
+                sent_ahead.future.result()
             self.counts['round_trips'] += 1
             call = found.context.call_async(func, *args)
         result = self._result(spec, call)
@@ -447,23 +455,22 @@ class Broker:
     def _call_ahead_of(self, found: Target, func, *args: Any) -> None:
         """Send a call that the next call to *found* needs done first: the
         context runs calls in order, so nobody waits for it."""
-        found.deferred.append(found.context.call_async(func, *args))
+        found.deferred.append(SentAhead(found.context.call_async(func, *args)))
         self.counts['sent_ahead'] += 1
 
     def _check_deferred(self, sent: Target) -> None:
-        """Forget the calls sent ahead to *sent* that have finished; raise
-        the first failure among them."""
+        """Forget the calls sent ahead to *sent* that have finished, giving
+        each answer to its handler; raise the first failure among them."""
         failure = None
-        for future in [f for f in sent.deferred if f.done()]:
-            sent.deferred.remove(future)
+        for sent_ahead in [s for s in sent.deferred if s.future.done()]:
+            sent.deferred.remove(sent_ahead)
             try:
-                result = future.result()
+                answer = sent_ahead.future.result()
             except plasmid.Error as exc:
                 failure = failure or exc
                 continue
-            if future in sent.cleanups:
-                sent.cleanups.discard(future)
-                self._warn_if_not_removed(result)
+            if sent_ahead.on_answer is not None:
+                sent_ahead.on_answer(answer)
         if failure is not None:
             raise failure
 
@@ -555,8 +562,8 @@ class Broker:
         it: its failure comes back with that call's answer as vanilla's
         warning, one task late (a run's last removal that fails, when no
         call follows, is not told)."""
-        self._login(spec).cleanups.add(
-            self._defer(spec, target.run_shell, command))
+        self._defer(spec, target.run_shell, command,
+                    on_answer=self._warn_if_not_removed)
         return 0, b'', b''
 
     def _zip_files(self, digest: str,
