@@ -1,5 +1,6 @@
 """The Ansible accelerator: a connection plugin backed by plasmid contexts.
 
-Only ``target`` is payload (it runs on targets); everything else here runs
-on the Ansible controller.  See docs/architecture.md and docs/ansible.md.
+Only ``target`` and what it imports (``forks``, ``vfork``, ``warm``) are
+payload, run in target contexts; everything else here runs on the Ansible
+controller, and contexts are refused it (``master.modules.master_only``).  See docs/architecture.md and docs/ansible.md.
 """

@@ -24,33 +24,22 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, BinaryIO, Callable, Iterator, NamedTuple, Optional
+from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 import plasmid
 from plasmid.ansible import hangup, target, wire, zips
 from plasmid.ansible.client import Client
+from plasmid.ansible.pool import BecomeFailed, Pool, SentAhead, Target
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 from plasmid.connect import process, spawn
 
 LOG = logging.getLogger('plasmid.ansible.broker')
-
-# Start a login context with the first Python the account's shell finds:
-# ansible discovers the module interpreter later, usually the same one.
-FIND_PYTHON = ['/bin/sh', '-c',
-               'for p in python3 /usr/bin/python3 /usr/libexec/platform-python'
-               ' python; do command -v "$p" >/dev/null 2>&1 && exec "$p" "$@";'
-               ' done; echo "plasmid: no python found" >&2; exit 127', 'sh']
-
 
 # Modules that delete an account (by module_fqn's last part).  An
 # interpreter of ours running as that account would make userdel refuse
 # ("user is currently used by process"), where vanilla left no process
 # behind: such contexts are shut down before the module runs.
 ACCOUNT_REMOVERS = {'user'}
-
-# Become methods the router starts interpreters with (connection.py's
-# HOSTED_BECOME maps plugin names onto these).
-BECOME_METHODS = ('sudo', 'su', 'doas')
 
 # Calls sent ahead to one login context that may be on their way at once
 # (file chunks are FILE_CHUNK, 4 MiB: 16 MiB in flight keeps a 50 ms link
@@ -67,23 +56,6 @@ HOLD_ABOVE = 64 << 20
 CONTEXT_MAX_MESSAGE = 1 << 30
 
 
-class BecomeFailed(Exception):
-    """The login worked, becoming the other user did not.  ``kind`` says
-    why, in the words the worker matches: ``become-password-refused``,
-    ``become-password-missing``, or ``become`` for any other reason (the
-    become program's usage, a missing program or Python, a stalled
-    start)."""
-
-    def __init__(self, cause: ConnectError) -> None:
-        super().__init__(str(cause))
-        if spawn.password_refused(cause):
-            self.kind = 'become-password-refused'
-        elif spawn.password_missing(cause):
-            self.kind = 'become-password-missing'
-        else:
-            self.kind = 'become'
-
-
 class ZipWanted(Exception):
     """A module run named a payload the context has not got: the worker
     sends it again with the zip."""
@@ -92,192 +64,6 @@ class ZipWanted(Exception):
 class RunFromScript(Exception):
     """The module must run from its AnsiballZ script, not from RAM
     (``zips.needs_disk``): the worker runs the script as a command."""
-
-
-class SentAhead(NamedTuple):
-    """A call sent without waiting for its answer, and what to do with that
-    answer when a later call finds it come (None: nothing).  A failure
-    fails that later call either way."""
-    future: Any
-    on_answer: Optional[Callable[[Any], None]] = None
-
-
-class Target:
-    """One context and what it holds."""
-
-    def __init__(self, context: plasmid.Context) -> None:
-        self.context = context
-        self.zips: set[str] = set()
-        # Digests of the payload files the context holds: a later zip
-        # sends only the files that differ (module_utils are shared).
-        self.files: set[str] = set()
-        self.lock = threading.Lock()  # serialises zip uploads
-        # Calls sent ahead without waiting: to a login context temp dirs,
-        # small files and clean-up; to any context the zip files its next
-        # module needs.
-        self.deferred: list[SentAhead] = []
-        self.homes: dict[str, tuple] = {}
-        # Temp dir bases (as ansible-core spells them) where a temp dir
-        # was made: the path each names.
-        self.tmp_bases: dict[str, str] = {}
-
-
-class Pool:
-    """Contexts by (login, interpreter, become), started on first use."""
-
-    def __init__(self, router: plasmid.Router) -> None:
-        self.router = router
-        self.targets: dict[tuple, Target] = {}
-        self.connecting: dict[tuple, threading.Lock] = {}
-        self.login_retries = 0  # logins started again (reconnection_retries)
-        self.lock = threading.Lock()
-
-    def get(self, spec: dict, python: Optional[str]) -> Target:
-        """The context for *spec*: its login, then its become user."""
-        login = _freeze(spec['ssh'])
-        become = _freeze(spec.get('become'))
-        if python is None:
-            python = self._any_python(login, become)
-        return self._get((login, python, become),
-                         lambda: self._start(spec, login, python, become))
-
-    def _any_python(self, login: tuple, become: tuple) -> Optional[str]:
-        with self.lock:
-            for (lg, py, bc), found in self.targets.items():
-                if lg == login and bc == become and found.context.is_alive():
-                    return py
-        return None
-
-    def _get(self, key: tuple, start) -> Target:
-        with self.lock:
-            found = self.targets.get(key)
-            if found is not None and found.context.is_alive():
-                return found
-            lock = self.connecting.setdefault(key, threading.Lock())
-        with lock:
-            with self.lock:
-                found = self.targets.get(key)
-                if found is not None and found.context.is_alive():
-                    return found
-            made = Target(start())
-            with self.lock:
-                self.targets[key] = made
-                if key[1] is None:  # started with the first Python found
-                    login, _, become = key
-                    self.targets.setdefault(
-                        (login, made.context.python_path, become), made)
-            return made
-
-    def _start(self, spec: dict, login: tuple, python: Optional[str],
-               become: tuple) -> plasmid.Context:
-        if become:
-            via = self._get((login, python, None),
-                            lambda: self._start(spec, login, python, None))
-            options = spec['become']
-            try:
-                return self._become(spec, options, via, python)
-            except ConnectError as exc:
-                raise BecomeFailed(exc) from None
-        return self._log_in(dict(spec['ssh']), python)
-
-    def _log_in(self, ssh: dict, python: Optional[str]) -> plasmid.Context:
-        """The login's context, tried again up to its ``retries`` times
-        while it fails as a connection, pausing between tries as
-        vanilla's ssh plugin does."""
-        retries = ssh.pop('retries', 0) or 0
-        attempt = 0
-        while True:
-            try:
-                return self.router.ssh(python_path=python or FIND_PYTHON,
-                                       **ssh)
-            except ConnectError as exc:
-                if attempt >= retries or not worth_retrying(exc):
-                    raise
-            time.sleep(min(2 ** attempt - 1, 30))
-            attempt += 1
-            self.login_retries += 1
-
-    def _become(self, spec: dict, options: dict, via: Target,
-                python: Optional[str]) -> plasmid.Context:
-        """Start the become user's interpreter with the router method of
-        the same name (sudo, su, doas), whose arguments say the same."""
-        method = options.get('method') or 'sudo'
-        if method not in BECOME_METHODS:
-            raise ValueError('no such become method: %r' % (method,))
-        start = getattr(self.router, method)
-        return start(**{
-            'via': via.context,
-            'username': options.get('username') or 'root',
-            'password': options.get('password'),
-            method + '_args': options.get('flags') or [],
-            method + '_path': options.get('exe') or None,
-            'python_path': python or via.context.python_path,
-            'connect_timeout': spec['ssh'].get('connect_timeout') or 30,
-            'prompt_timeout': options.get('prompt_timeout'),
-            **(options.get('extra') or {})})
-
-    def retire_account(self, spec: dict, username: str) -> int:
-        """Shut down the contexts of *spec*'s login that run as become user
-        *username*; the next task as that user starts one afresh."""
-        login = _freeze(spec['ssh'])
-        return self._shut_down(
-            lambda key: key[0] == login and key[2] is not None and
-            dict(key[2]).get('username') == username)
-
-    def router_contexts(self) -> int:
-        """Contexts started so far (a started context counts once even
-        when it is known under two interpreter names)."""
-        return len(self.router.contexts)
-
-    def reset(self, spec: dict) -> int:
-        """Shut down every context of *spec*'s login; the next task starts
-        afresh (``meta: reset_connection``)."""
-        login = _freeze(spec['ssh'])
-        return self._shut_down(lambda key: key[0] == login)
-
-    def abandon(self, spec: dict, busy) -> int:
-        """Forget the contexts of *spec*'s login: one of them runs a call
-        whose worker has gone (future *busy*).  They are shut down once it
-        finishes (or with the run); the next task starts afresh, as its
-        vanilla counterpart opens a new ssh session."""
-        login = _freeze(spec['ssh'])
-        doomed = self._take(lambda key: key[0] == login)
-        # A login context takes the contexts it started down with it.
-        logins = {id(t): t for k, t in doomed if k[2] is None}.values()
-
-        def shut_down(_future) -> None:
-            for found in logins:
-                found.context.shutdown(wait=False)
-        busy.add_done_callback(shut_down)
-        return len(doomed)
-
-    def _take(self, chosen) -> list[tuple[tuple, Target]]:
-        """Remove the contexts whose keys *chosen* picks from the pool;
-        return them with their keys."""
-        with self.lock:
-            taken = [(k, t) for k, t in self.targets.items() if chosen(k)]
-            for key, _ in taken:
-                del self.targets[key]
-        return taken
-
-    def _shut_down(self, chosen) -> int:
-        """Shut down the contexts whose keys *chosen* picks, become
-        contexts before the login contexts they run under."""
-        doomed = self._take(chosen)
-        for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
-            try:
-                found.context.shutdown(wait=True, timeout=5.0)
-            except plasmid.Error:
-                pass
-        return len(doomed)
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    return value
 
 
 def _runs_as_sudo_job(spec: dict) -> bool:
@@ -762,15 +548,6 @@ def _made_in(answer: tuple, name: str) -> Optional[str]:
             not said.endswith('/' + name):
         return None
     return said[len(name) + 1:-len(name) - 1]
-
-
-def worth_retrying(exc: ConnectError) -> bool:
-    """Whether a login that failed is tried again (up to the plugin's
-    ``reconnection_retries``), as vanilla tries ssh again when it fails as
-    a connection: not when the interpreter is missing, nor when ssh asked
-    again for the password we typed (vanilla stops at sshpass's refusal,
-    so as not to lock the account)."""
-    return not (spawn.python_missing(exc) or spawn.password_refused(exc))
 
 
 def as_ssh_tells_it(exc: ConnectError | ContextLost) -> str:

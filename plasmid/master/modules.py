@@ -49,12 +49,21 @@ from plasmid.master import bootstrap, scanner
 LOG = logging.getLogger('plasmid.master.modules')
 
 # Master-only packages; a context importing these gets ImportError.
-PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli',
-                    # the Ansible accelerator's controller side
-                    'plasmid.ansible.broker', 'plasmid.ansible.client',
-                    'plasmid.ansible.commands', 'plasmid.ansible.connection',
-                    'plasmid.ansible.payload', 'plasmid.ansible.strategy',
-                    'plasmid.ansible.wire')
+PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
+
+# Of the Ansible accelerator only these run in contexts (payload); the rest
+# of plasmid.ansible is the controller's, refused as the packages above.
+ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
+                             'plasmid.ansible.forks', 'plasmid.ansible.vfork',
+                             'plasmid.ansible.warm'])
+
+
+def master_only(fullname: str) -> bool:
+    """Whether *fullname* is never served to a context."""
+    if fullname.startswith(PRIVATE_PREFIXES):
+        return True
+    return fullname.startswith('plasmid.ansible.') and \
+        fullname not in ANSIBLE_PAYLOAD
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -98,8 +107,7 @@ class ModuleFinder:
 
     def _find(self, fullname: str) -> ModuleEntry:
         absent = ModuleEntry(fullname, False, None, None)
-        if fullname.startswith(PRIVATE_PREFIXES) or \
-                fullname in sys.builtin_module_names:
+        if master_only(fullname) or fullname in sys.builtin_module_names:
             return absent
         spec = self._spec(fullname)
         origin = self._source_path(spec)

@@ -59,6 +59,10 @@ def finder() -> ModuleFinder:
     '_json', 'math',            # stdlib extensions (lib-dynload)
     'sys', 'builtins', '_imp',  # built into the interpreter
     'plasmid.master', 'plasmid.master.modules', 'plasmid.cli',  # master only
+    # the accelerator's controller side, all but its payload
+    'plasmid.ansible.broker', 'plasmid.ansible.pool', 'plasmid.ansible.zips',
+    'plasmid.ansible.hangup', 'plasmid.ansible.threadworker',
+    'plasmid.ansible.ssh_options',
     '__main__', 'no_such_module_anywhere', 'requests.no_such_submodule',
 ])
 def test_finder_refuses(finder: ModuleFinder, name: str) -> None:
@@ -94,6 +98,10 @@ def test_finder_serves_the_pure_python_twin_of_an_extension(
     ('requests', True, os.path.join('requests', '__init__.py')),
     ('requests.models', False, os.path.join('requests', 'models.py')),
     ('plasmid.connect.ssh', False, os.path.join('connect', 'ssh.py')),
+    # the accelerator's payload, which its controller side is not
+    ('plasmid.ansible', True, os.path.join('ansible', '__init__.py')),
+    ('plasmid.ansible.target', False, os.path.join('ansible', 'target.py')),
+    ('plasmid.ansible.warm', False, os.path.join('ansible', 'warm.py')),
 ])
 def test_finder_serves_third_party_source(finder: ModuleFinder, name: str,
                                           is_pkg: bool, tail: str) -> None:
