@@ -195,7 +195,7 @@ class Pool:
         login = _freeze(spec['ssh'])
         doomed = self._take(lambda key: key[0] == login)
         # A login context takes the contexts it started down with it.
-        logins = {id(t): t for k, t in doomed if k[2] is None}.values()
+        logins = [t for k, t in doomed if k[2] is None]
 
         def shut_down(_future) -> None:
             for found in logins:
@@ -205,12 +205,14 @@ class Pool:
 
     def _take(self, chosen) -> list[tuple[tuple, Target]]:
         """Remove the contexts whose keys *chosen* picks from the pool;
-        return them with their keys."""
+        return each once, with one of its keys (a login started with the
+        first Python found is known under two, which differ only in the
+        interpreter)."""
         with self.lock:
             taken = [(k, t) for k, t in self.targets.items() if chosen(k)]
             for key, _ in taken:
                 del self.targets[key]
-        return taken
+        return list({id(t): (k, t) for k, t in taken}.values())
 
     def _shut_down(self, chosen) -> int:
         """Shut down the contexts whose keys *chosen* picks, become
