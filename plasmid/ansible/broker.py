@@ -188,14 +188,17 @@ class Broker:
         their way: a large file streams at the pace the target writes it,
         without piling up here."""
         login = self._login(spec)
-        while len(login.deferred) >= WINDOW:
-            login.deferred[0].future.result()
+        while True:
+            on_their_way = login.sent_ahead()
+            if len(on_their_way) < WINDOW:
+                break
+            on_their_way[0].future.result()
             self._check_deferred(login)
-        login.deferred.append(SentAhead(
+        in_flight = login.send_ahead(SentAhead(
             login.context.call_async(func, *args), on_answer))
         self.counts['sent_ahead'] += 1
         self.counts['most_in_flight'] = max(self.counts['most_in_flight'],
-                                            len(login.deferred))
+                                            in_flight)
 
     def _call(self, spec: dict, found: Target, func, *args: Any) -> Any:
         """Call *func* in *found*, after whatever was sent ahead to its
@@ -204,7 +207,7 @@ class Broker:
         in order: no round trip is spent waiting for the calls ahead."""
         login = self._login(spec)
         self.counts['round_trips'] += 1
-        if found is login or not login.deferred:
+        if found is login or not login.sent_ahead():
             call = found.context.call_async(func, *args)
         elif found.context.via is login.context:
             call = login.context.call_async(target.relay, found.context,
@@ -213,7 +216,7 @@ class Broker:
         else:
             # Another login interpreter started *found*: only its parent
             # could relay, so wait for the calls sent ahead instead.
-            for sent_ahead in list(login.deferred):
+            for sent_ahead in login.sent_ahead():
                 sent_ahead.future.result()
             self.counts['round_trips'] += 1
             call = found.context.call_async(func, *args)
@@ -241,15 +244,14 @@ class Broker:
     def _call_ahead_of(self, found: Target, func, *args: Any) -> None:
         """Send a call that the next call to *found* needs done first: the
         context runs calls in order, so nobody waits for it."""
-        found.deferred.append(SentAhead(found.context.call_async(func, *args)))
+        found.send_ahead(SentAhead(found.context.call_async(func, *args)))
         self.counts['sent_ahead'] += 1
 
     def _check_deferred(self, sent: Target) -> None:
         """Forget the calls sent ahead to *sent* that have finished, giving
         each answer to its handler; raise the first failure among them."""
         failure = None
-        for sent_ahead in [s for s in sent.deferred if s.future.done()]:
-            sent.deferred.remove(sent_ahead)
+        for sent_ahead in sent.collect_finished():
             try:
                 answer = sent_ahead.future.result()
             except plasmid.Error as exc:

@@ -66,12 +66,36 @@ class Target:
         self.lock = threading.Lock()  # serialises zip uploads
         # Calls sent ahead without waiting: to a login context temp dirs,
         # small files and clean-up; to any context the zip files its next
-        # module needs.
-        self.deferred: list[SentAhead] = []
+        # module needs.  Workers of several hosts may share one login at
+        # once (delegate_to): each finished call must reach one of them.
+        self._sent_ahead: list[SentAhead] = []
+        self._sent_ahead_lock = threading.Lock()
         self.homes: dict[str, tuple] = {}
         # Temp dir bases (as ansible-core spells them) where a temp dir
         # was made: the path each names.
         self.tmp_bases: dict[str, str] = {}
+
+    def send_ahead(self, entry: SentAhead) -> int:
+        """Note a call sent ahead; return how many are now on their way."""
+        with self._sent_ahead_lock:
+            self._sent_ahead.append(entry)
+            return len(self._sent_ahead)
+
+    def sent_ahead(self) -> list[SentAhead]:
+        """The calls sent ahead and not yet collected, oldest first."""
+        with self._sent_ahead_lock:
+            return list(self._sent_ahead)
+
+    def collect_finished(self) -> list[SentAhead]:
+        """Take the calls sent ahead that have finished: whoever asks
+        first gets each, and no one else."""
+        finished: list[SentAhead] = []
+        waiting: list[SentAhead] = []
+        with self._sent_ahead_lock:
+            for entry in self._sent_ahead:
+                (finished if entry.future.done() else waiting).append(entry)
+            self._sent_ahead = waiting
+        return finished
 
 
 class Pool:

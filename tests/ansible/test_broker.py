@@ -304,3 +304,41 @@ def test_hold_above_stays_under_the_bound_on_one_message():
     with plasmid.Router() as router:
         serving = broker.Broker(router, hold_above=1 << 40)
         assert serving.hold_above == broker.CONTEXT_MAX_MESSAGE // 2
+
+
+def test_workers_sharing_one_login_each_collect_other_calls_sent_ahead(sshd):
+    """Tasks of many hosts delegated to one host share its login at once.
+    Each clean-up sent ahead is collected by exactly one of them: none is
+    lost, none warned twice, and no worker fails for another's bookkeeping.
+    Threads switch far more often than usual here, so that the workers
+    interleave inside the broker."""
+    spec = {'ssh': sshd.ssh_kwargs(), 'become': None}
+    shell = ('shell', (spec, None, 'true', None, None, None, None))
+    answers = []
+    interval = sys.getswitchinterval()
+    with plasmid.Router(threaded=True) as router:
+        serving = broker.Broker(router)
+        assert serving.answer(shell)[0] == 'ok'
+
+        def worker() -> None:
+            for _ in range(25):
+                answers.append(serving.answer(('cleanup', (spec, 'exit 3'))))
+                answers.append(serving.answer(shell))
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        sys.setswitchinterval(1e-6)
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(120)
+        finally:
+            sys.setswitchinterval(interval)
+        # The login runs calls in order: by this answer every clean-up
+        # has finished, and this call collects whatever was left.
+        answers.append(serving.answer(shell))
+    assert len(answers) == 8 * 50 + 1
+    assert [a for a in answers if a[0] != 'ok'] == []
+    warned = [w for a in answers if len(a) == 3 for w in a[2]]
+    assert warned == ['Error deleting remote temporary files '
+                      '(rc: 3, stderr: })'] * 200
+    assert serving.counts['cleanups_failed'] == 200
