@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import glob
 import json
 import os
 import re
@@ -1026,6 +1027,46 @@ def test_small_copy_costs_one_round_trip_beyond_the_module(
     # the two other tasks.
     assert ours.stats['round_trips'] <= 2 * 5 + 2 + 2, ours.stats
     assert ours.stats['sent_ahead'] >= 3 * 5 - 1, ours.stats
+
+
+DELEGATED = """
+- hosts: targets:!hub
+  gather_facts: false
+  tasks:
+    - name: a file each, on the hub
+      copy: content="from {{ inventory_hostname }}\\n" dest=/tmp/plasmid-hub-{{ tag }}-{{ inventory_hostname }}
+      delegate_to: hub
+    - name: read back on the hub
+      command: cat /tmp/plasmid-hub-{{ tag }}-{{ inventory_hostname }}
+      delegate_to: hub
+    - name: removed on the hub
+      file: path=/tmp/plasmid-hub-{{ tag }}-{{ inventory_hostname }} state=absent
+      delegate_to: hub
+"""
+
+
+@pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
+def test_many_hosts_delegating_to_one_at_once_match_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, extra):
+    """Six hosts' tasks run on one delegate at once (forks 6): its login
+    serves them all together, each file task's temp dir and clean-up sent
+    ahead, and every result is vanilla's."""
+    hosts = ('d1', 'd2', 'd3', 'd4', 'd5', 'd6')
+    inv = inventory(sshd, ansible_account, hosts=hosts + ('hub',))
+    tag = 'dg%d' % time.time()
+    args = ('-e', 'tag=' + tag, '--forks', '6')
+    vanilla = run_playbook(ansible_bin, tmp_path, DELEGATED, inv, False,
+                           args=args)
+    ours = run_playbook(ansible_bin, tmp_path, DELEGATED, inv, True, extra,
+                        args=args)
+    assert_same(vanilla, ours)
+    assert ours.rc == 0, ours.output
+    for host in hosts:
+        said = ours.by_task()[(host, 'read back on the hub')]['result']
+        assert said['stdout'] == 'from %s' % host, said
+    assert not glob.glob('/tmp/plasmid-hub-%s-*' % tag)
+    assert ours.stats['contexts'] == 1, ours.stats  # the hub's login
+    assert ours.stats['sent_ahead'] >= 2 * len(hosts), ours.stats
 
 
 LARGE_FILE = """
