@@ -126,6 +126,7 @@ class Broker:
             return  # the worker is gone: nobody to answer
         finally:
             watch.close()
+            self.pool.release()  # its task is over: its lanes are free
 
     @staticmethod
     def _send_answer(conn: socket.socket, answer: tuple) -> None:

@@ -24,6 +24,11 @@ FIND_PYTHON = ['/bin/sh', '-c',
                ' python; do command -v "$p" >/dev/null 2>&1 && exec "$p" "$@";'
                ' done; echo "plasmid: no python found" >&2; exit 127', 'sh']
 
+# How long a task waits for a lane of its login to be let go before it
+# starts another: a worker's broker thread lets go once it sees the worker
+# hang up, which may come a little after the next task's worker asks.
+RELEASE_WAIT = 0.25
+
 # Become methods the router starts interpreters with (connection.py's
 # HOSTED_BECOME maps plugin names onto these).
 BECOME_METHODS = ('sudo', 'su', 'doas')
@@ -66,95 +71,140 @@ class Target:
         self.lock = threading.Lock()  # serialises zip uploads
         # Calls sent ahead without waiting: to a login context temp dirs,
         # small files and clean-up; to any context the zip files its next
-        # module needs.  Workers of several hosts may share one login at
-        # once (delegate_to): each finished call must reach one of them.
+        # module needs.  Only the thread holding this lane touches them.
         self._sent_ahead: list[SentAhead] = []
-        self._sent_ahead_lock = threading.Lock()
         self.homes: dict[str, tuple] = {}
         # Temp dir bases (as ansible-core spells them) where a temp dir
         # was made: the path each names.
         self.tmp_bases: dict[str, str] = {}
+        # The broker thread (one per worker, so per task) using it now;
+        # None when idle.  See Pool.
+        self.holder: Optional[int] = None
 
     def send_ahead(self, entry: SentAhead) -> int:
         """Note a call sent ahead; return how many are now on their way."""
-        with self._sent_ahead_lock:
-            self._sent_ahead.append(entry)
-            return len(self._sent_ahead)
+        self._sent_ahead.append(entry)
+        return len(self._sent_ahead)
 
     def sent_ahead(self) -> list[SentAhead]:
         """The calls sent ahead and not yet collected, oldest first."""
-        with self._sent_ahead_lock:
-            return list(self._sent_ahead)
+        return list(self._sent_ahead)
 
     def collect_finished(self) -> list[SentAhead]:
-        """Take the calls sent ahead that have finished: whoever asks
-        first gets each, and no one else."""
+        """Take the calls sent ahead that have finished."""
         finished: list[SentAhead] = []
         waiting: list[SentAhead] = []
-        with self._sent_ahead_lock:
-            for entry in self._sent_ahead:
-                (finished if entry.future.done() else waiting).append(entry)
-            self._sent_ahead = waiting
+        for entry in self._sent_ahead:
+            (finished if entry.future.done() else waiting).append(entry)
+        self._sent_ahead = waiting
         return finished
 
 
 class Pool:
-    """Contexts by (login, interpreter, become), started on first use."""
+    """Contexts by (login, interpreter, become), started on first use.
+
+    A context runs one call at a time, so tasks that reach the same host
+    and account at once (several hosts' tasks delegated to one, inventory
+    names for one machine) must not queue in one context: vanilla runs
+    them side by side, each over its own ssh session.  So each key has
+    *lanes*: a broker thread (serving one worker, so one task) holds the
+    lanes it uses until its worker is done (:meth:`release`); a thread
+    that finds every lane of a key held starts another.  Tasks that come
+    one after another all use the first lane, and a busy moment's lanes
+    serve the rest of the run.  A become lane is used only by the thread
+    holding the login lane it was started through, so that calls sent
+    ahead to that login come before it (``target.relay``).
+    """
 
     def __init__(self, router: plasmid.Router) -> None:
         self.router = router
-        self.targets: dict[tuple, Target] = {}
-        self.connecting: dict[tuple, threading.Lock] = {}
+        self.targets: dict[tuple, list[Target]] = {}
         self.login_retries = 0  # logins started again (reconnection_retries)
         self.lock = threading.Lock()
+        self.released = threading.Condition(self.lock)
 
     def get(self, spec: dict, python: Optional[str]) -> Target:
-        """The context for *spec*: its login, then its become user."""
+        """This thread's context for *spec*: its login, then its become
+        user."""
         login = _freeze(spec['ssh'])
         become = _freeze(spec.get('become'))
         if python is None:
             python = self._any_python(login, become)
-        return self._get((login, python, become),
-                         lambda: self._start(spec, login, python, become))
+        if not become:
+            return self._lane((login, python, None), None,
+                              lambda: self._log_in(dict(spec['ssh']), python))
+        via = self.get({'ssh': spec['ssh'], 'become': None}, python)
 
-    def _any_python(self, login: tuple, become: tuple) -> Optional[str]:
-        with self.lock:
-            for (lg, py, bc), found in self.targets.items():
-                if lg == login and bc == become and found.context.is_alive():
-                    return py
-        return None
-
-    def _get(self, key: tuple, start) -> Target:
-        with self.lock:
-            found = self.targets.get(key)
-            if found is not None and found.context.is_alive():
-                return found
-            lock = self.connecting.setdefault(key, threading.Lock())
-        with lock:
-            with self.lock:
-                found = self.targets.get(key)
-                if found is not None and found.context.is_alive():
-                    return found
-            made = Target(start())
-            with self.lock:
-                self.targets[key] = made
-                if key[1] is None:  # started with the first Python found
-                    login, _, become = key
-                    self.targets.setdefault(
-                        (login, made.context.python_path, become), made)
-            return made
-
-    def _start(self, spec: dict, login: tuple, python: Optional[str],
-               become: tuple) -> plasmid.Context:
-        if become:
-            via = self._get((login, python, None),
-                            lambda: self._start(spec, login, python, None))
-            options = spec['become']
+        def start() -> plasmid.Context:
             try:
-                return self._become(spec, options, via, python)
+                return self._become(spec, spec['become'], via, python)
             except ConnectError as exc:
                 raise BecomeFailed(exc) from None
-        return self._log_in(dict(spec['ssh']), python)
+        return self._lane((login, python, become), via, start)
+
+    def release(self) -> None:
+        """Let go of the lanes this thread holds: its worker is done."""
+        me = threading.get_ident()
+        with self.lock:
+            for lanes in self.targets.values():
+                for found in lanes:
+                    if found.holder == me:
+                        found.holder = None
+            self.released.notify_all()
+
+    def _idle_lane(self, key: tuple, via: Optional[Target],
+                   me: int) -> Optional[Target]:
+        """Under the lock: the lane of *key* held by *me*, else an idle one
+        started through *via* (if given), else None.  Forgets dead ones."""
+        lanes = self.targets.setdefault(key, [])
+        lanes[:] = [t for t in lanes if t.context.is_alive()]
+        for found in lanes:
+            if found.holder == me:
+                return found
+        for found in lanes:
+            if found.holder is None and (
+                    via is None or found.context.via is via.context):
+                return found
+        return None
+
+    def _any_python(self, login: tuple, become: tuple) -> Optional[str]:
+        """The interpreter of a context of this login and become user:
+        this thread's own first, then an idle one's."""
+        me = threading.get_ident()
+        with self.lock:
+            known = [(_rank(found.holder, me), py)
+                     for (lg, py, bc), lanes in self.targets.items()
+                     if lg == login and bc == become
+                     for found in lanes if found.context.is_alive()]
+        return min(known, key=lambda rank_py: rank_py[0])[1] \
+            if known else None
+
+    def _lane(self, key: tuple, via: Optional[Target], start) -> Target:
+        """The lane of *key* this thread holds, else an idle one (started
+        through *via*, for a become user), else a new one.  A login whose
+        lanes are all held waits RELEASE_WAIT for one first (a become lane
+        through this thread's login lane is never another's)."""
+        me = threading.get_ident()
+        deadline = time.monotonic() + RELEASE_WAIT
+        with self.lock:
+            while True:
+                found = self._idle_lane(key, via, me)
+                if found is not None:
+                    found.holder = me
+                    return found
+                left = deadline - time.monotonic()
+                if via is not None or not self.targets[key] or left <= 0:
+                    break
+                self.released.wait(left)
+        made = Target(start())
+        made.holder = me
+        with self.lock:
+            self.targets.setdefault(key, []).append(made)
+            if key[1] is None:  # started with the first Python found
+                login, _, become = key
+                self.targets.setdefault(
+                    (login, made.context.python_path, become), []).append(made)
+        return made
 
     def _log_in(self, ssh: dict, python: Optional[str]) -> plasmid.Context:
         """The login's context, tried again up to its ``retries`` times
@@ -197,7 +247,7 @@ class Pool:
         *username*; the next task as that user starts one afresh."""
         login = _freeze(spec['ssh'])
         return self._shut_down(
-            lambda key: key[0] == login and key[2] is not None and
+            lambda key, _: key[0] == login and key[2] is not None and
             dict(key[2]).get('username') == username)
 
     def router_contexts(self) -> int:
@@ -206,41 +256,54 @@ class Pool:
         return len(self.router.contexts)
 
     def reset(self, spec: dict) -> int:
-        """Shut down every context of *spec*'s login; the next task starts
-        afresh (``meta: reset_connection``)."""
+        """Shut down every context of *spec*'s login, every lane; the next
+        task starts afresh (``meta: reset_connection``)."""
         login = _freeze(spec['ssh'])
-        return self._shut_down(lambda key: key[0] == login)
+        return self._shut_down(lambda key, _: key[0] == login)
 
     def abandon(self, spec: dict, busy) -> int:
-        """Forget the contexts of *spec*'s login: one of them runs a call
-        whose worker has gone (future *busy*).  They are shut down once it
-        finishes (or with the run); the next task starts afresh, as its
-        vanilla counterpart opens a new ssh session."""
+        """Forget this thread's lane of *spec*'s login and the become lanes
+        started through it: one of them runs a call whose worker has gone
+        (future *busy*).  They are shut down once it finishes (or with the
+        run); the host's next task takes another lane or starts one, as its
+        vanilla counterpart opens a new ssh session, instead of queueing
+        behind that call.  Other tasks' lanes go on."""
         login = _freeze(spec['ssh'])
-        doomed = self._take(lambda key: key[0] == login)
-        # A login context takes the contexts it started down with it.
-        logins = [t for k, t in doomed if k[2] is None]
+        me = threading.get_ident()
+        with self.lock:
+            mine = [t for (lg, _, bc), lanes in self.targets.items()
+                    if lg == login and bc is None
+                    for t in lanes if t.holder == me]
+        contexts = {id(t.context) for t in mine}
+        doomed = self._take(lambda key, found: key[0] == login and (
+            id(found.context) in contexts or
+            id(found.context.via) in contexts))
 
+        # A login context takes the contexts it started down with it.
         def shut_down(_future) -> None:
-            for found in logins:
+            for found in mine:
                 found.context.shutdown(wait=False)
         busy.add_done_callback(shut_down)
         return len(doomed)
 
     def _take(self, chosen) -> list[tuple[tuple, Target]]:
-        """Remove the contexts whose keys *chosen* picks from the pool;
-        return each once, with one of its keys (a login started with the
-        first Python found is known under two, which differ only in the
-        interpreter)."""
+        """Remove the contexts that *chosen* picks (by key and lane) from
+        the pool; return each once, with one of its keys (a login started
+        with the first Python found is known under two, which differ only
+        in the interpreter)."""
+        taken = {}
         with self.lock:
-            taken = [(k, t) for k, t in self.targets.items() if chosen(k)]
-            for key, _ in taken:
-                del self.targets[key]
-        return list({id(t): (k, t) for k, t in taken}.values())
+            for key, lanes in self.targets.items():
+                for found in lanes:
+                    if chosen(key, found):
+                        taken.setdefault(id(found), (key, found))
+            for lanes in self.targets.values():
+                lanes[:] = [t for t in lanes if id(t) not in taken]
+        return list(taken.values())
 
     def _shut_down(self, chosen) -> int:
-        """Shut down the contexts whose keys *chosen* picks, become
-        contexts before the login contexts they run under."""
+        """Shut down the contexts that *chosen* picks, become contexts
+        before the login contexts they run under."""
         doomed = self._take(chosen)
         for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
             try:
@@ -248,6 +311,11 @@ class Pool:
             except plasmid.Error:
                 pass
         return len(doomed)
+
+
+def _rank(holder: Optional[int], me: int) -> int:
+    """Lanes in the order a thread would take them: its own, idle, held."""
+    return 0 if holder == me else 1 if holder is None else 2
 
 
 def _freeze(value: Any) -> Any:

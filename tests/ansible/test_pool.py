@@ -1,7 +1,9 @@
 """The broker's contexts (pool.py), without ansible-core or the broker."""
 from __future__ import annotations
 
+import concurrent.futures
 import threading
+import time
 
 import pytest
 
@@ -19,24 +21,118 @@ def _spec(sshd, become=None, **ssh) -> dict:
 ROOT = {'method': 'sudo', 'username': 'root'}
 
 
-def test_one_context_per_login_however_many_ask_at_once(sshd):
-    """Workers of one host asking together share one login."""
+def _held_at_once(contexts: pool.Pool, spec: dict, count: int) -> list:
+    """What *count* threads get for *spec* while each holds what it got
+    until all have theirs (tasks running at once), then lets go."""
+    found: list = [None] * count
+    all_in = threading.Barrier(count)
+
+    def task(i: int) -> None:
+        found[i] = contexts.get(spec, None)
+        all_in.wait(120)
+        contexts.release()
+    _in_threads(task, count)
+    return found
+
+
+def _one_after_another(contexts: pool.Pool, spec: dict, count: int) -> list:
+    found: list = []
+
+    def task(_: int) -> None:
+        found.append(contexts.get(spec, None))
+        contexts.release()
+    for i in range(count):
+        _in_threads(task, 1)
+    return found
+
+
+def _in_threads(task, count: int) -> None:
+    threads = [threading.Thread(target=task, args=(i,))
+               for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+        assert not thread.is_alive()
+
+
+def test_tasks_one_after_another_share_one_login(sshd):
     with plasmid.Router(threaded=True) as router:
         contexts = pool.Pool(router)
-        found = []
-        go = threading.Barrier(6)
-
-        def ask() -> None:
-            go.wait()
-            found.append(contexts.get(_spec(sshd), None))
-        threads = [threading.Thread(target=ask) for _ in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
-        assert len(found) == 6
+        found = _one_after_another(contexts, _spec(sshd), 4)
         assert len({id(t) for t in found}) == 1
         assert contexts.router_contexts() == 1
+
+
+def test_tasks_at_once_get_lanes_of_their_own_kept_for_later(sshd):
+    """A context runs one call at a time: tasks of one login at once
+    (delegated to one host, say) each get a context, as each gets an ssh
+    session under vanilla; later tasks reuse those."""
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        at_once = _held_at_once(contexts, _spec(sshd), 3)
+        assert len({id(t) for t in at_once}) == 3
+        assert contexts.router_contexts() == 3
+        later = _one_after_another(contexts, _spec(sshd), 3) + \
+            _held_at_once(contexts, _spec(sshd), 2)
+        assert {id(t) for t in later} <= {id(t) for t in at_once}
+        assert contexts.router_contexts() == 3
+
+
+def test_a_become_lane_goes_with_the_login_lane_it_came_through(sshd):
+    """Calls sent ahead to a login must come before the become user's
+    call that follows, so a task's become context is one started through
+    the login context it holds."""
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        pairs: list = [None] * 2
+        all_in = threading.Barrier(2)
+
+        def task(i: int) -> None:
+            root = contexts.get(_spec(sshd, ROOT), None)
+            pairs[i] = (contexts.get(_spec(sshd), None), root)
+            all_in.wait(120)
+            contexts.release()
+        _in_threads(task, 2)
+        for login, root in pairs:
+            assert root.context.via is login.context
+        assert pairs[0][0] is not pairs[1][0]
+        assert contexts.router_contexts() == 4
+
+        def later(_: int) -> None:
+            root = contexts.get(_spec(sshd, ROOT), None)
+            login = contexts.get(_spec(sshd), None)
+            assert root.context.via is login.context
+            assert root in [r for _, r in pairs]
+            contexts.release()
+        _in_threads(later, 1)
+        assert contexts.router_contexts() == 4
+
+
+def test_abandoning_a_busy_lane_leaves_the_others(sshd):
+    """A worker gone mid-call (its task's timeout) takes its own lane out
+    of the pool; another task's lane of the same login goes on."""
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        lanes: dict = {}
+        all_in = threading.Barrier(2)
+
+        def task(i: int) -> None:
+            lanes[i] = contexts.get(_spec(sshd), None)
+            all_in.wait(120)
+            if i == 0:
+                busy = concurrent.futures.Future()
+                assert contexts.abandon(_spec(sshd), busy) == 1
+                busy.set_result(None)  # the call ends: the lane goes
+            all_in.wait(120)
+            contexts.release()
+        _in_threads(task, 2)
+        deadline = time.monotonic() + 30
+        while lanes[0].context.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not lanes[0].context.is_alive()
+        assert lanes[1].context.is_alive()
+        assert _one_after_another(contexts, _spec(sshd), 1) == [lanes[1]]
 
 
 def test_the_first_python_found_is_known_by_its_path_too(sshd):
