@@ -173,6 +173,7 @@ class Broker:
         counts = dict(self.counts)
         counts['contexts'] = self.pool.router_contexts()
         counts['login_retries'] = self.pool.login_retries
+        counts['lane_retries'] = self.pool.lane_retries
         counts['client_processes'] = len(self.client_pids)
         return counts
 

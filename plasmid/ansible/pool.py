@@ -5,10 +5,12 @@ payloads, calls sent ahead, temp dir bases).
 A login context is started by ``router.ssh``; a become user's by the
 router method of the become method's name (sudo, su, doas), through the
 login context.  A login that fails as a connection is tried again up to
-the plugin's ``reconnection_retries``.
+the plugin's ``reconnection_retries``; tasks at once on one login each get
+a context (a *lane*, see Pool).
 """
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from typing import Any, Callable, NamedTuple, Optional
@@ -28,6 +30,21 @@ FIND_PYTHON = ['/bin/sh', '-c',
 # starts another: a worker's broker thread lets go once it sees the worker
 # hang up, which may come a little after the next task's worker asks.
 RELEASE_WAIT = 0.25
+
+# At most this many lanes of one login start at once.  sshd's default
+# MaxStartups (10:30:100) drops connections at random beyond ten that
+# have not logged in yet, so many tasks delegated at once to one host
+# would otherwise lose some of their logins (as vanilla's do).
+MAX_STARTING = 8
+
+# A new lane whose login fails while another lane of that login lives
+# (or comes up among the starts under way) is tried again up to this many
+# times, pausing LANE_RETRY_PAUSE seconds, then twice that, ... (and taking
+# a lane let go meanwhile): the host answers, so the failure is most
+# likely the load of the moment (MaxStartups, counting other clients'
+# connections, or many tasks' first logins at once).
+LANE_RETRIES = 3
+LANE_RETRY_PAUSE = 0.5
 
 # Become methods the router starts interpreters with (connection.py's
 # HOSTED_BECOME maps plugin names onto these).
@@ -120,6 +137,8 @@ class Pool:
         self.router = router
         self.targets: dict[tuple, list[Target]] = {}
         self.login_retries = 0  # logins started again (reconnection_retries)
+        self.lane_retries = 0  # extra lanes started again (LANE_RETRIES)
+        self.starting: collections.Counter = collections.Counter()
         self.lock = threading.Lock()
         self.released = threading.Condition(self.lock)
 
@@ -182,29 +201,81 @@ class Pool:
     def _lane(self, key: tuple, via: Optional[Target], start) -> Target:
         """The lane of *key* this thread holds, else an idle one (started
         through *via*, for a become user), else a new one.  A login whose
-        lanes are all held waits RELEASE_WAIT for one first (a become lane
-        through this thread's login lane is never another's)."""
+        lanes are all held waits RELEASE_WAIT for one first, and starts at
+        most MAX_STARTING more at once; a new lane of it that fails to
+        start while others live is tried again (see LANE_RETRIES)."""
         me = threading.get_ident()
-        deadline = time.monotonic() + RELEASE_WAIT
-        with self.lock:
-            while True:
-                found = self._idle_lane(key, via, me)
+        wait = RELEASE_WAIT
+        failures = 0
+        while True:
+            with self.lock:
+                found = self._await_lane(key, via, me, wait, failures > 0)
                 if found is not None:
-                    found.holder = me
                     return found
-                left = deadline - time.monotonic()
-                if via is not None or not self.targets[key] or left <= 0:
-                    break
-                self.released.wait(left)
-        made = Target(start())
-        made.holder = me
-        with self.lock:
-            self.targets.setdefault(key, []).append(made)
-            if key[1] is None:  # started with the first Python found
-                login, _, become = key
-                self.targets.setdefault(
-                    (login, made.context.python_path, become), []).append(made)
-        return made
+                self.starting[key] += 1
+            try:
+                made = Target(start())
+            except BaseException as exc:
+                with self.lock:
+                    self._start_ended(key)
+                    retry = (via is None and failures < LANE_RETRIES
+                             and isinstance(exc, ConnectError)
+                             and worth_retrying(exc)
+                             and self._login_answers(key))
+                    self.lane_retries += retry
+                if not retry:
+                    raise
+                failures += 1
+                wait = LANE_RETRY_PAUSE * 2 ** (failures - 1)
+                continue
+            made.holder = me
+            with self.lock:
+                self._start_ended(key)
+                self.targets.setdefault(key, []).append(made)
+                if key[1] is None:  # started with the first Python found
+                    login, _, become = key
+                    self.targets.setdefault(
+                        (login, made.context.python_path, become),
+                        []).append(made)
+            return made
+
+    def _await_lane(self, key: tuple, via: Optional[Target], me: int,
+                    wait: float, after_failure: bool) -> Optional[Target]:
+        """Under the lock: hold and return the lane of *key* this thread
+        may take, waiting up to *wait* seconds for one to be let go (and
+        then as long as MAX_STARTING lanes are starting); None: start one.
+        A become lane, or a login's first, starts at once, but for a pause
+        after a failed start."""
+        deadline = time.monotonic() + wait
+        while True:
+            found = self._idle_lane(key, via, me)
+            if found is not None:
+                found.holder = me
+                return found
+            left = deadline - time.monotonic()
+            if via is not None or not self.targets[key]:
+                if not after_failure or left <= 0:
+                    return None
+            elif left <= 0 and self.starting[key] < MAX_STARTING:
+                return None
+            self.released.wait(left if left > 0 else None)
+
+    def _login_answers(self, key: tuple) -> bool:
+        """Under the lock: whether a lane of *key* lives, once the starts
+        under way have ended (each within its connection timeouts).  A
+        host that answers none fails every task at once, as vanilla's."""
+        while True:
+            if any(t.context.is_alive() for t in self.targets.get(key, ())):
+                return True
+            if not self.starting[key]:
+                return False
+            self.released.wait()
+
+    def _start_ended(self, key: tuple) -> None:
+        """Under the lock: a start of *key* ended, well or not; wake the
+        threads waiting for a lane or a start slot."""
+        self.starting[key] -= 1
+        self.released.notify_all()
 
     def _log_in(self, ssh: dict, python: Optional[str]) -> plasmid.Context:
         """The login's context, tried again up to its ``retries`` times

@@ -22,6 +22,7 @@ import pytest
 
 from runner import (PASSWORD, inventory, prepare_playbook, run_playbook,
                     wait_for_stats)
+from testbed.dropping import DroppingPort
 
 # The optional strategy: linear with each task on a thread of
 # ansible-playbook (plasmid/ansible/threadworker.py).
@@ -805,73 +806,6 @@ def test_a_password_prompt_of_other_words_unnamed_fails_naming_it(
         assert [r['status'] for r in vanilla.results] == statuses
 
 
-class _DropsFirst:
-    """A port that closes its first connection and passes later ones on to
-    the test sshd: a login whose ssh fails the first time (exit status
-    255, "Connection closed by remote host") and works the next."""
-
-    def __init__(self, server) -> None:
-        self.listener = socket.create_server((server.host, 0))
-        self.port = self.listener.getsockname()[1]
-        self.sshd = (server.host, server.port)
-        self.accepted = 0
-        self.sockets: list[socket.socket] = []  # closed with the proxy
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            if self.accepted == 1:
-                _close_after_banner(conn)
-                continue
-            upstream = socket.create_connection(self.sshd)
-            self.sockets += [conn, upstream]
-            for src, dst in ((conn, upstream), (upstream, conn)):
-                threading.Thread(target=_copy, args=(src, dst),
-                                 daemon=True).start()
-
-    def close(self) -> None:
-        """Close every socket now, not when the garbage collector gets to
-        them: later tests count this process's descriptors."""
-        self.listener.close()
-        for sock in self.sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-
-def _close_after_banner(conn: socket.socket) -> None:
-    """Close once the client's version line is read: with nothing unread,
-    the close is a plain end of stream, never a reset, whatever the
-    timing."""
-    conn.settimeout(10)
-    seen = b''
-    with contextlib.suppress(OSError):
-        while b'\n' not in seen:
-            data = conn.recv(256)
-            if not data:
-                break
-            seen += data
-    conn.close()
-
-
-def _copy(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    with contextlib.suppress(OSError):
-        dst.shutdown(socket.SHUT_WR)
-
-
 RETRIED = """
 - hosts: targets
   gather_facts: false
@@ -889,15 +823,13 @@ def test_a_login_dropped_once_is_tried_again_as_in_vanilla(
     retries the host is unreachable, with vanilla's words."""
     runs = {}
     for accelerated in (False, True):
-        proxy = _DropsFirst(sshd.server)
-        inv = inventory(sshd, ansible_account).replace(
-            'ansible_port=%d' % sshd.server.port,
-            'ansible_port=%d ansible_ssh_retries=%d' % (proxy.port, retries))
-        try:
+        with DroppingPort(sshd.server, drop=lambda n: n == 1) as proxy:
+            inv = inventory(sshd, ansible_account).replace(
+                'ansible_port=%d' % sshd.server.port,
+                'ansible_port=%d ansible_ssh_retries=%d'
+                % (proxy.port, retries))
             runs[accelerated] = run_playbook(ansible_bin, tmp_path, RETRIED,
                                              inv, accelerated)
-        finally:
-            proxy.close()
         assert proxy.accepted == 1 + retries
     vanilla, ours = runs[False], runs[True]
     assert_same(vanilla, ours)
@@ -1150,7 +1082,6 @@ def test_hosts_fetching_to_one_path_on_threads_each_see_a_whole_file(
     """With the strategy, hosts fetch at once in one process: each file
     takes the path's place when whole, so no host checksums another's
     half-written one (that failed "checksum mismatch")."""
-    from plasmid.ansible import broker
     data = os.urandom(100000)
     (tmp_path / 'large.bin').write_bytes(data)
     inv = inventory(sshd, ansible_account, hosts=('t1', 't2', 't3', 't4'))

@@ -10,6 +10,7 @@ import pytest
 import plasmid
 from plasmid.ansible import pool, target
 from plasmid.core.errors import ConnectError
+from testbed.dropping import DroppingPort
 from testbed.ports import free_port
 from testbed.pythons import require_python
 
@@ -77,6 +78,74 @@ def test_tasks_at_once_get_lanes_of_their_own_kept_for_later(sshd):
             _held_at_once(contexts, _spec(sshd), 2)
         assert {id(t) for t in later} <= {id(t) for t in at_once}
         assert contexts.router_contexts() == 3
+
+
+def test_at_most_max_starting_lanes_of_a_login_start_at_once(
+        sshd, monkeypatch):
+    """Tasks at once on a known login start new lanes a few at a time:
+    sshd's default MaxStartups drops logins at random beyond ten."""
+    monkeypatch.setattr(pool, 'MAX_STARTING', 2)
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        _one_after_another(contexts, _spec(sshd), 1)  # the login's first
+        log_in = contexts._log_in
+        starting = []
+        peak = []
+        count = threading.Lock()
+
+        def counted(*args):
+            with count:
+                starting.append(1)
+                peak.append(len(starting))
+            try:
+                return log_in(*args)
+            finally:
+                with count:
+                    starting.pop()
+        contexts._log_in = counted
+        at_once = _held_at_once(contexts, _spec(sshd), 6)
+        assert len({id(t) for t in at_once}) == 6
+        assert contexts.router_contexts() == 6
+        assert len(peak) == 5 and max(peak) == 2, peak
+
+
+def test_a_new_lane_whose_login_fails_is_tried_again_while_others_live(
+        sshd):
+    """A login's only context that fails to start fails the task, as
+    vanilla's ssh does; another lane's login that fails while the first
+    lives or starts is the moment's load: it is tried again."""
+    with DroppingPort(sshd.server, drop=lambda n: n == 1) as port, \
+            plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        with pytest.raises(ConnectError, match='Connection closed'):
+            contexts.get(_spec(sshd, port=port.port), None)
+        assert contexts.lane_retries == 0
+    with DroppingPort(sshd.server, drop=lambda n: n == 2) as port, \
+            plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        at_once = _held_at_once(contexts, _spec(sshd, port=port.port), 2)
+        assert len({id(t) for t in at_once}) == 2
+        assert (port.accepted, port.dropped) == (3, 1)
+        assert contexts.lane_retries == 1
+
+
+def test_tasks_at_once_on_a_login_that_never_answers_each_fail_once(sshd):
+    """No retries where no lane of the login ever came up: each task
+    fails with its own login's error, as vanilla's do, none later."""
+    with DroppingPort(sshd.server, drop=lambda n: True) as port, \
+            plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        failed: list = []
+
+        def task(_: int) -> None:
+            try:
+                contexts.get(_spec(sshd, port=port.port), None)
+            except ConnectError as exc:
+                failed.append(exc)
+        _in_threads(task, 3)
+        assert len(failed) == 3 and port.accepted == 3
+        assert contexts.lane_retries == 0
+        assert contexts.router_contexts() == 0
 
 
 def test_a_become_lane_goes_with_the_login_lane_it_came_through(sshd):
