@@ -138,3 +138,13 @@ def sshd_without_python(ansible_account) -> Iterator[SshTestbed]:
     with SshServer(hide_python=True) as server:
         server.authorize(ansible_account)
         yield SshTestbed(server)
+
+
+@pytest.fixture(scope='module')
+def sshd_with_default_limits(ansible_account) -> Iterator[SshTestbed]:
+    """A second sshd with OpenSSH's default MaxStartups (10:30:100: beyond
+    ten connections not yet logged in, it drops new ones at random) and
+    MaxSessions; the test account may log in."""
+    with SshServer(default_limits=True) as server:
+        server.authorize(ansible_account)
+        yield SshTestbed(server)

@@ -1017,6 +1017,35 @@ def test_many_hosts_delegating_to_one_at_once_match_vanilla(
     assert ours.stats['sent_ahead'] >= 2 * len(hosts), ours.stats
 
 
+AT_ONCE_ON_THE_HUB = """
+- hosts: targets:!hub
+  gather_facts: false
+  tasks:
+    - name: at once on the hub
+      command: sleep 2
+      delegate_to: hub
+"""
+
+
+def test_many_tasks_at_once_on_one_host_behind_sshds_default_limits_all_run(
+        newest_ansible_bin, ansible_account, sshd_with_default_limits,
+        tmp_path):
+    """20 hosts' tasks delegated at once to one host whose sshd keeps the
+    default MaxStartups, which drops logins at random beyond ten not yet
+    in: each task gets an interpreter all the same (vanilla, run by hand
+    with 30, lost 2-6 as unreachable), the logins that sshd drops being
+    tried again once another has come up."""
+    hosts = tuple('h%d' % i for i in range(20))
+    inv = inventory(sshd_with_default_limits, ansible_account,
+                    hosts=hosts + ('hub',))
+    ours = run_playbook(newest_ansible_bin, tmp_path, AT_ONCE_ON_THE_HUB,
+                        inv, True, args=('--forks', '20'))
+    assert ours.rc == 0, ours.output
+    assert sorted(r['host'] for r in ours.results
+                  if r['status'] == 'ok') == sorted(hosts)
+    assert ours.stats['contexts'] >= 10, ours.stats
+
+
 LARGE_FILE = """
 - hosts: targets
   gather_facts: false

@@ -46,16 +46,20 @@ KbdInteractiveAuthentication no
 UsePAM {use_pam}
 PermitRootLogin prohibit-password
 PermitEmptyPasswords no
-# Concurrency tests open many connections at once; the defaults (10:30:100,
-# 10 sessions) would drop some of them at random.
-MaxStartups 200:30:400
-MaxSessions 200
-LogLevel ERROR
+{limits}LogLevel ERROR
 PrintMotd no
 PrintLastLog no
 UseDNS no
 X11Forwarding no
 PermitUserRC no
+"""
+
+# Concurrency tests open many connections at once; the defaults (10:30:100,
+# 10 sessions) would drop some of them at random.  SshServer(
+# default_limits=True) keeps the defaults, for tests of how a client copes.
+RAISED_LIMITS = """\
+MaxStartups 200:30:400
+MaxSessions 200
 """
 
 # For SshServer(hide_python=True): a host without Python.  sshd (and so
@@ -85,10 +89,12 @@ class SshServer:
     host = LOOPBACK
 
     def __init__(self, sshd_path: str = SSHD, use_pam: bool = False,
-                 hide_python: bool = False) -> None:
+                 hide_python: bool = False,
+                 default_limits: bool = False) -> None:
         self.sshd_path = sshd_path
         self.use_pam = use_pam
         self.hide_python = hide_python
+        self.default_limits = default_limits
         self.port = 0
         self.dir = ""
         self.client_key = ""
@@ -213,6 +219,7 @@ class SshServer:
         text = CONFIG_TEMPLATE.format(
             port=self.port, host=self.host, dir=self.dir,
             use_pam="yes" if self.use_pam else "no",
+            limits="" if self.default_limits else RAISED_LIMITS,
         )
         with open(self.config, "w") as f:
             f.write(text)
