@@ -18,7 +18,9 @@ A child leaves through ``os._exit``: it must never return into the
 context's loop, nor flush buffers it shares with the context.  It reports
 its exit status and the modules it imported on a pipe and closes its pipes
 before it exits, so the answer need not wait for the kernel to tear its
-memory down; it is reaped later.
+memory down; it is reaped once the answer has gone out (it has exited by
+then, or is about to), so that no exited module process lingers as a
+zombie on the target while its context waits for the next task.
 """
 from __future__ import absolute_import
 import errno
@@ -138,6 +140,7 @@ class Forker(object):
             self.prepare_spare()
         except OSError as exc:  # out of processes: fork on demand instead
             LOG.warning('could not fork a spare module process: %s', exc)
+        self._reap_reported(block=True)
 
     def _discard(self, spare):
         if spare is self.spare:
@@ -179,12 +182,17 @@ class Forker(object):
             status = _wait(child.pid)
         return status, out, err, words
 
-    def _reap_reported(self):
+    def _reap_reported(self, block=False):
+        """Reap the children that said their status (or were killed as
+        stale spares).  *block*: wait for each; they are on their way out,
+        past everything but the kernel's tear-down."""
         for pid in list(self.unreaped):
             try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except OSError:  # not ours any more: nothing to reap
-                done = pid
+                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue  # tried again on the next reaping
+                done = pid  # not ours any more: nothing to reap
             if done:
                 self.unreaped.remove(pid)
 

@@ -70,6 +70,19 @@ def boot_argv(python_path, blob_size):
     return list(python_path) + ['-c', stub % encoded.decode('ascii')]
 
 
+def shell_command(argv):
+    """*argv* as one command line for a login shell (ssh's remote command,
+    ``su -c``): quoted word by word, and run by ``exec``, so that the
+    shell gives its process to the interpreter instead of waiting beside
+    it (dash, Debian's sh, does not do so by itself): one process less
+    per context on the target, and signals reach the interpreter."""
+    return 'exec ' + ' '.join(_shell_quote(w) for w in argv)
+
+
+def _shell_quote(word):
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
 def password_refused(error):
     """Whether *error* (a ConnectError) says the program asked again for
     the password it was given."""

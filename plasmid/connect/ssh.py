@@ -9,6 +9,8 @@ from __future__ import absolute_import
 import os
 import re
 
+from plasmid.connect.spawn import shell_command
+
 TTY = None             # decided per connection: only with a password
 EARLY_PAYLOAD = True   # the core follows the command on the same pipe
 PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:\s*$')
@@ -27,10 +29,6 @@ def default_name(spec):
 
 def wants_tty(spec):
     return spec.get('password') is not None
-
-
-def shell_quote(word):
-    return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
 def given_option(ssh_args, name):
@@ -84,5 +82,5 @@ def argv(spec, boot_argv):
         args += ['-o', 'ConnectTimeout=%d' % max(1, spec['connect_timeout'])]
     args += keepalive_options(spec.get('keepalive'), given)
     args += list(given)
-    args += [spec['hostname'], ' '.join(shell_quote(w) for w in boot_argv)]
+    args += [spec['hostname'], shell_command(boot_argv)]
     return args

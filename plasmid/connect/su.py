@@ -7,7 +7,7 @@ interpreter says it is reading, after any password exchange.
 from __future__ import absolute_import
 import re
 
-from plasmid.connect.spawn import PASSWORD_REFUSED
+from plasmid.connect.spawn import PASSWORD_REFUSED, shell_command
 
 TTY = False
 EARLY_PAYLOAD = False
@@ -25,12 +25,8 @@ def default_name(spec):
     return 'su.%s' % (spec.get('username') or 'root')
 
 
-def shell_quote(word):
-    return "'" + word.replace("'", "'\"'\"'") + "'"
-
-
 def argv(spec, boot_argv):
     args = [spec.get('su_path') or 'su']
     args += list(spec.get('su_args') or [])
     return args + [spec.get('username') or 'root', '-c',
-                   ' '.join(shell_quote(w) for w in boot_argv)]
+                   shell_command(boot_argv)]

@@ -88,3 +88,17 @@ def test_the_spare_ends_with_its_context(version):
     with context_after_one_run(version) as (ctx, spare):
         ctx.shutdown(wait=True, timeout=5.0)
         assert procs.wait_gone([spare], timeout=5.0) == set()
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_finished_module_process_is_reaped_once_its_answer_is_out(version):
+    """No exited module process lingers as a zombie under an idle context:
+    the context's one child is its spare."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(forks_fns.run, 'a')
+        ctx.call(forks_fns.run, 'b')
+        # A call starts once the work behind the last answer has run.
+        children = procs.descendants([ctx.call(os.getpid)])
+        assert [p for p in children if not procs.alive(p)] == []
+        assert len(children) == 1, children

@@ -31,6 +31,12 @@ def getpid():
     return os.getpid()
 
 
+def parent_command():
+    """The command name of this interpreter's parent process."""
+    with open('/proc/%d/comm' % os.getppid()) as handle:
+        return handle.read().strip()
+
+
 def version_info():
     return list(sys.version_info[:3])
 

@@ -73,8 +73,9 @@ def test_method_argv_ends_with_boot_argv() -> None:
                          'username': 'u'}, boot)
     assert ssh_argv[0] == 'ssh'
     assert ssh_argv[-2] == 'example.invalid'
-    # The remote shell turns the command back into exactly boot_argv.
-    assert shlex.split(ssh_argv[-1]) == boot
+    # The remote shell turns the command back into exactly boot_argv,
+    # run in its own place.
+    assert shlex.split(ssh_argv[-1]) == ['exec'] + boot
     # No password: ssh must fail instead of prompting.
     assert 'BatchMode=yes' in ssh_argv
 

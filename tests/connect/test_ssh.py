@@ -19,6 +19,7 @@ import pytest
 import connect_fns
 import plasmid
 from plasmid.connect import ssh
+from testbed import accounts
 from testbed.latency import LatencyProxy, ToxiproxyMissing
 from testbed.ports import free_port
 from testbed.procs import wait_gone
@@ -60,6 +61,15 @@ def test_key_login_runs_python_as_the_user(sshd, router) -> None:
     assert ctx.info['pid'] == who['pid']
     assert ctx.name.startswith('ssh.%s:%d' % (sshd.server.host,
                                                sshd.server.port))
+
+
+def test_the_login_shell_gives_its_place_to_the_interpreter(sshd,
+                                                            router) -> None:
+    """No shell waits beside a context on the target (Debian's sh would,
+    left to itself): the interpreter is sshd's child."""
+    with accounts.login_shell('/bin/sh', USER_A):
+        ctx = router.ssh(**sshd.ssh_kwargs())
+    assert ctx.call(connect_fns.parent_command) == 'sshd'
 
 
 def test_password_login_without_identity_file(sshd, router) -> None:

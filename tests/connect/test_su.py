@@ -11,7 +11,7 @@ import pytest
 
 import connect_fns
 import plasmid
-from testbed import PASSWORD_B, USER_A, USER_B
+from testbed import PASSWORD_B, USER_A, USER_B, accounts
 
 
 @pytest.fixture
@@ -30,6 +30,12 @@ def test_password_typed_at_the_prompt(sshd, router) -> None:
     other = router.su(via=login, username=USER_B, password=PASSWORD_B)
     assert other.call(connect_fns.username) == USER_B
     assert login.call(connect_fns.username) == USER_A
+
+
+def test_su_s_shell_gives_its_place_to_the_interpreter(sshd, router) -> None:
+    with accounts.login_shell('/bin/sh', USER_A):
+        ctx = router.su(username=USER_A, python_path=sys.executable)
+    assert ctx.call(connect_fns.parent_command) == 'su'
 
 
 @pytest.mark.parametrize('password', ['wrong-password', None])

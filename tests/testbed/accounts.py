@@ -54,6 +54,23 @@ def ensure_account(name: str, password: str) -> None:
                    check=True, capture_output=True)
 
 
+@contextlib.contextmanager
+def login_shell(shell: str, *names: str) -> Iterator[None]:
+    """Accounts *names* log in with *shell* while the block runs, then with
+    the shell each had (the test bed's accounts use bash, which runs a
+    lone command in its own place; Debian's sh, dash, does not)."""
+    before = {name: pwd.getpwnam(name).pw_shell for name in names}
+    try:
+        for name in names:
+            subprocess.run(["usermod", "-s", shell, name], check=True,
+                           capture_output=True)
+        yield
+    finally:
+        for name, old in before.items():
+            subprocess.run(["usermod", "-s", old, name], check=True,
+                           capture_output=True)
+
+
 def install_sudoers() -> None:
     """Install the test bed's SUDOERS."""
     write_sudoers(SUDOERS_PATH, SUDOERS)
