@@ -174,6 +174,7 @@ class Broker:
         counts['contexts'] = self.pool.router_contexts()
         counts['login_retries'] = self.pool.login_retries
         counts['lane_retries'] = self.pool.lane_retries
+        counts['idle_lanes_shut'] = self.pool.idle_lanes_shut
         counts['client_processes'] = len(self.client_pids)
         return counts
 
@@ -643,6 +644,7 @@ def main(argv: list[str]) -> int:
     server.listen(128)
 
     broker = Broker(router, hold_above_from(os.environ))
+    broker.pool.start_shutting_idle_lanes()
 
     def stop() -> None:
         # The socket is the one the run's Client named: it knows the rest.

@@ -46,6 +46,14 @@ MAX_STARTING = 8
 LANE_RETRIES = 3
 LANE_RETRY_PAUSE = 0.5
 
+# A lane beyond its login's first that no task has held for this many
+# seconds is shut down, with the become lanes started through it: a busy
+# moment's lanes (fifty hosts delegating to one) need not keep fifty
+# interpreters on that host for the rest of the run.  As long as the idle
+# master connection ansible's ssh keeps (ControlPersist=60s), so a play
+# whose tasks come back within a minute finds its lanes up.
+LANE_IDLE = 60.0
+
 # Become methods the router starts interpreters with (connection.py's
 # HOSTED_BECOME maps plugin names onto these).
 BECOME_METHODS = ('sudo', 'su', 'doas')
@@ -95,8 +103,9 @@ class Target:
         # was made: the path each names.
         self.tmp_bases: dict[str, str] = {}
         # The broker thread (one per worker, so per task) using it now;
-        # None when idle.  See Pool.
+        # None when idle, since idle_since (time.monotonic()).  See Pool.
         self.holder: Optional[int] = None
+        self.idle_since = 0.0
 
     def send_ahead(self, entry: SentAhead) -> int:
         """Note a call sent ahead; return how many are now on their way."""
@@ -106,6 +115,10 @@ class Target:
     def sent_ahead(self) -> list[SentAhead]:
         """The calls sent ahead and not yet collected, oldest first."""
         return list(self._sent_ahead)
+
+    def all_answered(self) -> bool:
+        """Whether every call sent ahead has its answer."""
+        return all(entry.future.done() for entry in self._sent_ahead)
 
     def collect_finished(self) -> list[SentAhead]:
         """Take the calls sent ahead that have finished."""
@@ -128,7 +141,8 @@ class Pool:
     lanes it uses until its worker is done (:meth:`release`); a thread
     that finds every lane of a key held starts another.  Tasks that come
     one after another all use the first lane, and a busy moment's lanes
-    serve the rest of the run.  A become lane is used only by the thread
+    serve the rest of the run, unless idle for LANE_IDLE
+    (:meth:`shut_idle_lanes`).  A become lane is used only by the thread
     holding the login lane it was started through, so that calls sent
     ahead to that login come before it (``target.relay``).
     """
@@ -138,6 +152,7 @@ class Pool:
         self.targets: dict[tuple, list[Target]] = {}
         self.login_retries = 0  # logins started again (reconnection_retries)
         self.lane_retries = 0  # extra lanes started again (LANE_RETRIES)
+        self.idle_lanes_shut = 0  # lanes shut after LANE_IDLE unused
         self.starting: collections.Counter = collections.Counter()
         self.lock = threading.Lock()
         self.released = threading.Condition(self.lock)
@@ -164,12 +179,73 @@ class Pool:
     def release(self) -> None:
         """Let go of the lanes this thread holds: its worker is done."""
         me = threading.get_ident()
+        now = time.monotonic()
         with self.lock:
             for lanes in self.targets.values():
                 for found in lanes:
                     if found.holder == me:
                         found.holder = None
+                        found.idle_since = now
             self.released.notify_all()
+
+    def shut_idle_lanes(self) -> int:
+        """Shut down the login lanes, but each login's first, that no task
+        has held for LANE_IDLE seconds and whose calls sent ahead (temp dir
+        clean-ups) have all been answered, with the become lanes started
+        through them; return how many contexts that was."""
+        idle_before = time.monotonic() - LANE_IDLE
+        with self.lock:
+            spare = self._idle_extra_logins(idle_before)
+            doomed = self._take_locked(
+                lambda key, found: id(found.context) in spare or
+                id(found.context.via) in spare)
+            self.idle_lanes_shut += len(doomed)
+        # A login context takes the contexts started through it down.
+        for _, found in doomed:
+            if found.context.via is None or \
+                    id(found.context.via) not in spare:
+                found.context.shutdown(wait=False)
+        return len(doomed)
+
+    def start_shutting_idle_lanes(self) -> threading.Event:
+        """Look for idle lanes (:meth:`shut_idle_lanes`) from a thread of
+        their own, each second (or four times per LANE_IDLE, if shorter),
+        until the event returned is set (the broker never sets it: it ends
+        with its process)."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(max(min(LANE_IDLE / 4, 1.0), 0.01)):
+                self.shut_idle_lanes()
+        threading.Thread(target=run, name='plasmid-idle-lanes',
+                         daemon=True).start()
+        return stop
+
+    def _idle_extra_logins(self, idle_before: float) -> set[int]:
+        """Under the lock: ids of the contexts of the login lanes that
+        :meth:`shut_idle_lanes` may shut: not the first living lane of any
+        key they are known under, idle since before *idle_before*, their
+        become lanes idle too, and nothing sent ahead to any of them still
+        unanswered."""
+        first = set()
+        logins = {}
+        for (_, _, become), lanes in self.targets.items():
+            living = [t for t in lanes if t.context.is_alive()]
+            if living:
+                first.add(id(living[0].context))
+            if become is None:
+                logins.update((id(t.context), t) for t in living)
+        through = collections.defaultdict(list)
+        for (_, _, become), lanes in self.targets.items():
+            if become is not None:
+                for found in lanes:
+                    through[id(found.context.via)].append(found)
+        return {
+            ident for ident, found in logins.items()
+            if ident not in first and found.holder is None
+            and found.idle_since < idle_before and found.all_answered()
+            and all(t.holder is None and t.all_answered()
+                    for t in through[ident])}
 
     def _idle_lane(self, key: tuple, via: Optional[Target],
                    me: int) -> Optional[Target]:
@@ -362,14 +438,18 @@ class Pool:
         the pool; return each once, with one of its keys (a login started
         with the first Python found is known under two, which differ only
         in the interpreter)."""
-        taken = {}
         with self.lock:
-            for key, lanes in self.targets.items():
-                for found in lanes:
-                    if chosen(key, found):
-                        taken.setdefault(id(found), (key, found))
-            for lanes in self.targets.values():
-                lanes[:] = [t for t in lanes if id(t) not in taken]
+            return self._take_locked(chosen)
+
+    def _take_locked(self, chosen) -> list[tuple[tuple, Target]]:
+        """:meth:`_take`, under the lock."""
+        taken = {}
+        for key, lanes in self.targets.items():
+            for found in lanes:
+                if chosen(key, found):
+                    taken.setdefault(id(found), (key, found))
+        for lanes in self.targets.values():
+            lanes[:] = [t for t in lanes if id(t) not in taken]
         return list(taken.values())
 
     def _shut_down(self, chosen) -> int:

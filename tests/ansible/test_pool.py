@@ -268,3 +268,86 @@ def test_an_unknown_become_method_is_refused(sshd):
         contexts = pool.Pool(router)
         with pytest.raises(ValueError, match="no such become method: 'pbrun'"):
             contexts.get(_spec(sshd, {'method': 'pbrun'}), None)
+
+
+
+def _first_lane(contexts: pool.Pool, spec: dict) -> pool.Target:
+    """The login lane of *spec* that idle lanes never take."""
+    return contexts.targets[(pool._freeze(spec['ssh']), None, None)][0]
+
+
+def _wait_gone(lanes: list, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(t.context.is_alive() for t in lanes) and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.context.is_alive() for t in lanes)
+
+
+def test_lanes_idle_for_lane_idle_end_but_each_logins_first(sshd,
+                                                           monkeypatch):
+    """A busy moment's lanes do not keep interpreters on the host for the
+    rest of the run: once idle for LANE_IDLE, all but the login's first
+    end, with the become lanes started through them."""
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        logins = _held_at_once(contexts, _spec(sshd), 3)
+        becomes = _held_at_once(contexts, _spec(sshd, ROOT), 3)
+        assert contexts.router_contexts() == 6
+        assert contexts.shut_idle_lanes() == 0  # idle less than a minute
+        monkeypatch.setattr(pool, 'LANE_IDLE', 0.0)
+        first = _first_lane(contexts, _spec(sshd))
+        kept = [first] + [t for t in becomes
+                          if t.context.via is first.context]
+        assert len(kept) == 2  # each task's become lane is through its own
+        assert contexts.shut_idle_lanes() == 4
+        assert contexts.idle_lanes_shut == 4
+        _wait_gone([t for t in logins + becomes if t not in kept])
+        assert all(t.context.is_alive() for t in kept)
+        # The first lanes serve what comes next.
+        assert _one_after_another(contexts, _spec(sshd), 2) == [first] * 2
+        assert _one_after_another(contexts, _spec(sshd, ROOT), 1) == kept[1:]
+        assert contexts.router_contexts() == 6
+
+
+def test_a_lane_held_or_awaiting_an_answer_stays(sshd, monkeypatch):
+    monkeypatch.setattr(pool, 'LANE_IDLE', 0.0)
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        lanes = _held_at_once(contexts, _spec(sshd), 2)
+        other = [t for t in lanes
+                 if t is not _first_lane(contexts, _spec(sshd))][0]
+        slow = other.context.call_async(time.sleep, 1.0)
+        other.send_ahead(pool.SentAhead(slow))
+        assert contexts.shut_idle_lanes() == 0  # a clean-up under way
+        slow.result()
+        both_held = threading.Barrier(3)
+
+        def task(_: int) -> None:
+            contexts.get(_spec(sshd), None)
+            both_held.wait(60)
+            both_held.wait(60)
+            contexts.release()
+        worker = threading.Thread(target=_in_threads, args=(task, 2))
+        worker.start()
+        both_held.wait(60)
+        assert contexts.shut_idle_lanes() == 0  # tasks hold both
+        both_held.wait(60)
+        worker.join(60)
+        assert contexts.shut_idle_lanes() == 1
+        _wait_gone([other])
+
+
+def test_idle_lanes_are_looked_for_from_a_thread(sshd, monkeypatch):
+    monkeypatch.setattr(pool, 'LANE_IDLE', 0.2)
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        stop = contexts.start_shutting_idle_lanes()
+        try:
+            lanes = _held_at_once(contexts, _spec(sshd), 3)
+            first = _first_lane(contexts, _spec(sshd))
+            _wait_gone([t for t in lanes if t is not first])
+            assert contexts.idle_lanes_shut == 2
+            assert first.context.is_alive()
+        finally:
+            stop.set()
