@@ -11,6 +11,7 @@ a context (a *lane*, see Pool).
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 from typing import Any, Callable, NamedTuple, Optional
@@ -18,6 +19,8 @@ from typing import Any, Callable, NamedTuple, Optional
 import plasmid
 from plasmid.core.errors import ConnectError
 from plasmid.connect import spawn
+
+LOG = logging.getLogger('plasmid.ansible.pool')
 
 # Start a login context with the first Python the account's shell finds:
 # ansible discovers the module interpreter later, usually the same one.
@@ -216,7 +219,10 @@ class Pool:
 
         def run() -> None:
             while not stop.wait(max(min(LANE_IDLE / 4, 1.0), 0.01)):
-                self.shut_idle_lanes()
+                try:
+                    self.shut_idle_lanes()
+                except Exception:  # keep looking: the next round may do
+                    LOG.exception('could not shut idle lanes')
         threading.Thread(target=run, name='plasmid-idle-lanes',
                          daemon=True).start()
         return stop

@@ -251,6 +251,41 @@ def check_venv(venv: str) -> str:
     return version
 
 
+# Targets whose runme.sh makes a venv with --system-site-packages from the
+# venv's base Python and runs ansible-playbook in it: that Python must
+# import ansible-core's requirements (and plasmid, for the plasmid modes),
+# or the target fails on the machine ("No module named 'jinja2'"), not on
+# what it tests.
+NEEDS_BASE_PYTHON = ('delegate_to',)
+BASE_IMPORTS = ('jinja2', 'yaml', 'cryptography', 'packaging', 'resolvelib')
+
+
+def check_base_python(venv: str, targets, modes) -> None:
+    """Warn, at the start, when a target of NEEDS_BASE_PYTHON will fail for
+    want of modules in the venv's base Python (with and without the
+    accelerator: the report marks it so), saying how to add them."""
+    if not set(targets) & set(NEEDS_BASE_PYTHON):
+        return
+    python = os.path.join(venv, 'bin', 'python')
+    base = subprocess.run(
+        [python, '-c', 'import os, sys; print(os.path.join(sys.base_prefix, '
+         '"bin", "python%d.%d" % sys.version_info[:2]))'],
+        capture_output=True, text=True, check=True).stdout.strip()
+    wanted = list(BASE_IMPORTS)
+    if set(modes) - {'vanilla'}:
+        wanted.append('plasmid.ansible')
+    missing = [name for name in wanted if subprocess.run(
+        [base, '-c', 'import ' + name], capture_output=True, cwd='/').returncode]
+    if missing:
+        print('WARNING: %s cannot import %s, and the runme.sh of %s makes a venv with '
+              '--system-site-packages from it: the target will fail for the machine, not '
+              'for what it tests. To run it whole, add them (%s -m pip install jinja2 PyYAML '
+              'cryptography packaging resolvelib, then for plasmid %s -m pip install '
+              '--config-settings editable_mode=compat -e %s).'
+              % (base, ', '.join(missing), ', '.join(NEEDS_BASE_PYTHON), base, base, REPO),
+              file=sys.stderr, flush=True)
+
+
 def sdist_for(full_version: str, sdist_dir: str = SDIST_DIR) -> str:
     path = os.path.join(sdist_dir, 'ansible_core-%s.tar.gz' % full_version)
     if not os.path.exists(path):
@@ -660,6 +695,7 @@ class Runner:
         args = self.args
         venv = venv_for(version, args.venv_roots)
         full = check_venv(venv)
+        check_base_python(venv, args.targets, args.modes)
         sdist = sdist_for(full, args.sdist_dir)
         vdir = os.path.join(args.results, version)
         os.makedirs(vdir, exist_ok=True)
@@ -931,7 +967,11 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
            '`--report-only` rewrites this file from the stored results. Logs:',
            'build/ansible-compat/VERSION/MODE/TARGET.log (not committed).', '',
            'What the machine needs besides the venvs and the sdists: root, sshd, sudo,',
-           '`setfacl` (Debian package acl; lineinfile and the become targets use it).',
+           '`setfacl` (Debian package acl; lineinfile and the become targets use it),',
+           'and, for `delegate_to`, ansible-core\'s requirements (and plasmid) in the base',
+           'Python of each venv: its runme.sh makes a venv with `--system-site-packages`',
+           'from it (the script warns at the start when they are missing: then the target',
+           'fails for the machine, with and without the accelerator).',
            'While it runs, the script adds its key to root\'s ~/.ssh/authorized_keys',
            '(targets copy that file to the users they create) and a `Host localhost',
            '127.0.0.3 127.0.0.4 127.0.0.254` block to root\'s ~/.ssh/config pointing at its sshd',
