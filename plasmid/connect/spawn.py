@@ -17,7 +17,6 @@ import sys
 import time
 import zlib
 
-from plasmid.core import codec
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking, wait_for

@@ -9,7 +9,6 @@ from __future__ import absolute_import
 import logging
 import os
 import sys
-import time
 
 from plasmid.core import logs
 from plasmid.core.context import Context

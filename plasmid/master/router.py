@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
-import os
 import platform
 import sys
 import threading
