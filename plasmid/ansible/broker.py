@@ -29,7 +29,8 @@ from typing import Any, BinaryIO, Callable, Iterator, Optional
 import plasmid
 from plasmid.ansible import hangup, target, wire, zips
 from plasmid.ansible.client import Client
-from plasmid.ansible.pool import BecomeFailed, Pool, SentAhead, Target
+from plasmid.ansible.pool import (LANE_IDLE, BecomeFailed, Pool, SentAhead,
+                                  Target)
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 from plasmid.connect import process, spawn
 
@@ -94,8 +95,9 @@ class Broker:
     """Serves requests from worker processes, one thread per worker."""
 
     def __init__(self, router: plasmid.Router,
-                 hold_above: int = HOLD_ABOVE) -> None:
-        self.pool = Pool(router)
+                 hold_above: int = HOLD_ABOVE,
+                 lane_idle: float = LANE_IDLE) -> None:
+        self.pool = Pool(router, lane_idle)
         self.hold_above = min(hold_above, CONTEXT_MAX_MESSAGE // 2)
         self.zips = zips.ZipStore()
         # What crossed to the targets, for tests and benchmarks: module
@@ -643,7 +645,8 @@ def main(argv: list[str]) -> int:
     os.chmod(path, 0o600)
     server.listen(128)
 
-    broker = Broker(router, hold_above_from(os.environ))
+    broker = Broker(router, hold_above_from(os.environ),
+                    lane_idle_from(os.environ))
     broker.pool.start_shutting_idle_lanes()
 
     def stop() -> None:
@@ -680,6 +683,24 @@ def hold_above_from(environ: dict) -> int:
         LOG.warning('PLASMID_ANSIBLE_HOLD_ABOVE=%r is not a positive number '
                     'of bytes: using %d', text, HOLD_ABOVE)
         return HOLD_ABOVE
+    return value
+
+
+def lane_idle_from(environ: dict) -> float:
+    """PLASMID_ANSIBLE_LANE_IDLE (seconds, a number from 0 up; ``inf``
+    keeps every lane for the run), else LANE_IDLE.  A value that is not one
+    is ignored with a warning in the broker's log, as for hold_above."""
+    text = environ.get('PLASMID_ANSIBLE_LANE_IDLE')
+    if text is None:
+        return LANE_IDLE
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # negative, or not a number at all (nan)
+        LOG.warning('PLASMID_ANSIBLE_LANE_IDLE=%r is not a number of seconds '
+                    'from 0 up: using %s', text, LANE_IDLE)
+        return LANE_IDLE
     return value
 
 

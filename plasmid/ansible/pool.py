@@ -54,7 +54,8 @@ LANE_RETRY_PAUSE = 0.5
 # moment's lanes (fifty hosts delegating to one) need not keep fifty
 # interpreters on that host for the rest of the run.  As long as the idle
 # master connection ansible's ssh keeps (ControlPersist=60s), so a play
-# whose tasks come back within a minute finds its lanes up.
+# whose tasks come back within a minute finds its lanes up.  The broker
+# takes another from PLASMID_ANSIBLE_LANE_IDLE (``Pool(lane_idle=...)``).
 LANE_IDLE = 60.0
 
 # Become methods the router starts interpreters with (connection.py's
@@ -144,18 +145,20 @@ class Pool:
     lanes it uses until its worker is done (:meth:`release`); a thread
     that finds every lane of a key held starts another.  Tasks that come
     one after another all use the first lane, and a busy moment's lanes
-    serve the rest of the run, unless idle for LANE_IDLE
+    serve the rest of the run, unless idle for *lane_idle* seconds
     (:meth:`shut_idle_lanes`).  A become lane is used only by the thread
     holding the login lane it was started through, so that calls sent
     ahead to that login come before it (``target.relay``).
     """
 
-    def __init__(self, router: plasmid.Router) -> None:
+    def __init__(self, router: plasmid.Router,
+                 lane_idle: float = LANE_IDLE) -> None:
         self.router = router
+        self.lane_idle = lane_idle
         self.targets: dict[tuple, list[Target]] = {}
         self.login_retries = 0  # logins started again (reconnection_retries)
         self.lane_retries = 0  # extra lanes started again (LANE_RETRIES)
-        self.idle_lanes_shut = 0  # lanes shut after LANE_IDLE unused
+        self.idle_lanes_shut = 0  # lanes shut after lane_idle unused
         self.starting: collections.Counter = collections.Counter()
         self.lock = threading.Lock()
         self.released = threading.Condition(self.lock)
@@ -193,10 +196,10 @@ class Pool:
 
     def shut_idle_lanes(self) -> int:
         """Shut down the login lanes, but each login's first, that no task
-        has held for LANE_IDLE seconds and whose calls sent ahead (temp dir
+        has held for *lane_idle* seconds and whose calls sent ahead (temp dir
         clean-ups) have all been answered, with the become lanes started
         through them; return how many contexts that was."""
-        idle_before = time.monotonic() - LANE_IDLE
+        idle_before = time.monotonic() - self.lane_idle
         with self.lock:
             spare = self._idle_extra_logins(idle_before)
             doomed = self._take_locked(
@@ -212,13 +215,13 @@ class Pool:
 
     def start_shutting_idle_lanes(self) -> threading.Event:
         """Look for idle lanes (:meth:`shut_idle_lanes`) from a thread of
-        their own, each second (or four times per LANE_IDLE, if shorter),
+        their own, each second (or four times per *lane_idle*, if shorter),
         until the event returned is set (the broker never sets it: it ends
         with its process)."""
         stop = threading.Event()
 
         def run() -> None:
-            while not stop.wait(max(min(LANE_IDLE / 4, 1.0), 0.01)):
+            while not stop.wait(max(min(self.lane_idle / 4, 1.0), 0.01)):
                 try:
                     self.shut_idle_lanes()
                 except Exception:  # keep looking: the next round may do

@@ -300,6 +300,15 @@ def test_hold_above_comes_from_the_environment(text, expected):
     assert broker.hold_above_from(environ) == expected
 
 
+@pytest.mark.parametrize('text, expected', [
+    (None, broker.LANE_IDLE), ('2.5', 2.5), ('0', 0.0),
+    ('inf', float('inf')), ('-1', broker.LANE_IDLE),
+    ('nan', broker.LANE_IDLE), ('soon', broker.LANE_IDLE)])
+def test_lane_idle_comes_from_the_environment(text, expected):
+    environ = {} if text is None else {'PLASMID_ANSIBLE_LANE_IDLE': text}
+    assert broker.lane_idle_from(environ) == expected
+
+
 def test_hold_above_stays_under_the_bound_on_one_message():
     with plasmid.Router() as router:
         serving = broker.Broker(router, hold_above=1 << 40)

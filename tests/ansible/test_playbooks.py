@@ -1046,6 +1046,40 @@ def test_many_tasks_at_once_on_one_host_behind_sshds_default_limits_all_run(
     assert ours.stats['contexts'] >= 10, ours.stats
 
 
+AT_ONCE_THEN_ONE_BY_ONE = """
+- hosts: targets:!hub
+  gather_facts: false
+  tasks:
+    - name: at once on the hub
+      command: sleep 1
+      delegate_to: hub
+    - name: a while
+      pause: seconds=3
+      run_once: true
+    - name: one by one on the hub
+      command: /bin/true
+      delegate_to: hub
+      throttle: 1
+"""
+
+
+def test_extra_logins_idle_for_lane_idle_end_and_the_first_serves_on(
+        newest_ansible_bin, ansible_account, sshd, tmp_path):
+    """Four hosts' tasks at once on one delegate each get an interpreter;
+    idle for PLASMID_ANSIBLE_LANE_IDLE seconds, all but the first end, and
+    the tasks that come one by one after use that one."""
+    hosts = ('i1', 'i2', 'i3', 'i4')
+    inv = inventory(sshd, ansible_account, hosts=hosts + ('hub',))
+    ours = run_playbook(newest_ansible_bin, tmp_path, AT_ONCE_THEN_ONE_BY_ONE,
+                        inv, True, {'PLASMID_ANSIBLE_LANE_IDLE': '0.5'},
+                        args=('--forks', '4'))
+    assert ours.rc == 0, ours.output
+    assert sorted(r['host'] for r in ours.results if r['status'] == 'ok'
+                  and r['task'] == 'one by one on the hub') == list(hosts)
+    assert ours.stats['contexts'] == 4, ours.stats
+    assert ours.stats['idle_lanes_shut'] == 3, ours.stats
+
+
 LARGE_FILE = """
 - hosts: targets
   gather_facts: false

@@ -284,10 +284,9 @@ def _wait_gone(lanes: list, timeout: float = 30.0) -> None:
     assert not any(t.context.is_alive() for t in lanes)
 
 
-def test_lanes_idle_for_lane_idle_end_but_each_logins_first(sshd,
-                                                           monkeypatch):
+def test_lanes_idle_for_lane_idle_end_but_each_logins_first(sshd):
     """A busy moment's lanes do not keep interpreters on the host for the
-    rest of the run: once idle for LANE_IDLE, all but the login's first
+    rest of the run: once idle for lane_idle, all but the login's first
     end, with the become lanes started through them."""
     with plasmid.Router(threaded=True) as router:
         contexts = pool.Pool(router)
@@ -295,7 +294,7 @@ def test_lanes_idle_for_lane_idle_end_but_each_logins_first(sshd,
         becomes = _held_at_once(contexts, _spec(sshd, ROOT), 3)
         assert contexts.router_contexts() == 6
         assert contexts.shut_idle_lanes() == 0  # idle less than a minute
-        monkeypatch.setattr(pool, 'LANE_IDLE', 0.0)
+        contexts.lane_idle = 0.0
         first = _first_lane(contexts, _spec(sshd))
         kept = [first] + [t for t in becomes
                           if t.context.via is first.context]
@@ -310,10 +309,9 @@ def test_lanes_idle_for_lane_idle_end_but_each_logins_first(sshd,
         assert contexts.router_contexts() == 6
 
 
-def test_a_lane_held_or_awaiting_an_answer_stays(sshd, monkeypatch):
-    monkeypatch.setattr(pool, 'LANE_IDLE', 0.0)
+def test_a_lane_held_or_awaiting_an_answer_stays(sshd):
     with plasmid.Router(threaded=True) as router:
-        contexts = pool.Pool(router)
+        contexts = pool.Pool(router, lane_idle=0.0)
         lanes = _held_at_once(contexts, _spec(sshd), 2)
         other = [t for t in lanes
                  if t is not _first_lane(contexts, _spec(sshd))][0]
@@ -338,10 +336,9 @@ def test_a_lane_held_or_awaiting_an_answer_stays(sshd, monkeypatch):
         _wait_gone([other])
 
 
-def test_idle_lanes_are_looked_for_from_a_thread(sshd, monkeypatch):
-    monkeypatch.setattr(pool, 'LANE_IDLE', 0.2)
+def test_idle_lanes_are_looked_for_from_a_thread(sshd):
     with plasmid.Router(threaded=True) as router:
-        contexts = pool.Pool(router)
+        contexts = pool.Pool(router, lane_idle=0.2)
         stop = contexts.start_shutting_idle_lanes()
         try:
             lanes = _held_at_once(contexts, _spec(sshd), 3)
