@@ -215,13 +215,14 @@ class Pool:
 
     def start_shutting_idle_lanes(self) -> threading.Event:
         """Look for idle lanes (:meth:`shut_idle_lanes`) from a thread of
-        their own, each second (or four times per *lane_idle*, if shorter),
+        their own, each second (or four times per *lane_idle*, if shorter,
+        but at most ten times a second: each look takes the pool's lock),
         until the event returned is set (the broker never sets it: it ends
         with its process)."""
         stop = threading.Event()
 
         def run() -> None:
-            while not stop.wait(max(min(self.lane_idle / 4, 1.0), 0.01)):
+            while not stop.wait(max(min(self.lane_idle / 4, 1.0), 0.1)):
                 try:
                     self.shut_idle_lanes()
                 except Exception:  # keep looking: the next round may do
