@@ -670,37 +670,36 @@ def main(argv: list[str]) -> int:
 
 def hold_above_from(environ: dict) -> int:
     """PLASMID_ANSIBLE_HOLD_ABOVE (bytes, a positive integer), else
-    HOLD_ABOVE.  A value that is not one is ignored with a warning in the
-    broker's log: it tunes transfers, it never changes a result."""
-    text = environ.get('PLASMID_ANSIBLE_HOLD_ABOVE')
-    if text is None:
-        return HOLD_ABOVE
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        LOG.warning('PLASMID_ANSIBLE_HOLD_ABOVE=%r is not a positive number '
-                    'of bytes: using %d', text, HOLD_ABOVE)
-        return HOLD_ABOVE
-    return value
+    HOLD_ABOVE: see :func:`tuning_from`."""
+    return tuning_from(environ, 'PLASMID_ANSIBLE_HOLD_ABOVE', HOLD_ABOVE, int,
+                       lambda value: value > 0, 'a positive number of bytes')
 
 
 def lane_idle_from(environ: dict) -> float:
     """PLASMID_ANSIBLE_LANE_IDLE (seconds, a number from 0 up; ``inf``
-    keeps every lane for the run), else LANE_IDLE.  A value that is not one
-    is ignored with a warning in the broker's log, as for hold_above."""
-    text = environ.get('PLASMID_ANSIBLE_LANE_IDLE')
+    keeps every lane for the run), else LANE_IDLE: see :func:`tuning_from`."""
+    # ``value >= 0`` is false for nan too.
+    return tuning_from(environ, 'PLASMID_ANSIBLE_LANE_IDLE', LANE_IDLE, float,
+                       lambda value: value >= 0, 'a number of seconds from 0 up')
+
+
+def tuning_from(environ: dict, name: str, default: Any,
+                parse: Callable[[str], Any], acceptable: Callable[[Any], bool],
+                wanted: str) -> Any:
+    """The broker's setting *name* from *environ*, parsed, else *default*.
+    A value that *parse* refuses or that is not *acceptable* is ignored
+    with a warning in the broker's log (saying it is not *wanted*): these
+    tune the accelerator, they never change a result."""
+    text = environ.get(name)
     if text is None:
-        return LANE_IDLE
+        return default
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:  # negative, or not a number at all (nan)
-        LOG.warning('PLASMID_ANSIBLE_LANE_IDLE=%r is not a number of seconds '
-                    'from 0 up: using %s', text, LANE_IDLE)
-        return LANE_IDLE
+        value = None
+    if value is None or not acceptable(value):
+        LOG.warning('%s=%r is not %s: using %s', name, text, wanted, default)
+        return default
     return value
 
 
