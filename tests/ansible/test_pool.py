@@ -196,10 +196,7 @@ def test_abandoning_a_busy_lane_leaves_the_others(sshd):
             all_in.wait(120)
             contexts.release()
         _in_threads(task, 2)
-        deadline = time.monotonic() + 30
-        while lanes[0].context.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not lanes[0].context.is_alive()
+        _wait_gone([lanes[0]])
         assert lanes[1].context.is_alive()
         assert _one_after_another(contexts, _spec(sshd), 1) == [lanes[1]]
 
@@ -268,7 +265,6 @@ def test_an_unknown_become_method_is_refused(sshd):
         contexts = pool.Pool(router)
         with pytest.raises(ValueError, match="no such become method: 'pbrun'"):
             contexts.get(_spec(sshd, {'method': 'pbrun'}), None)
-
 
 
 def _first_lane(contexts: pool.Pool, spec: dict) -> pool.Target:
