@@ -12,7 +12,9 @@ import re
 from plasmid.connect.spawn import PASSWORD_MISSING, PASSWORD_REFUSED
 
 TTY = None              # decided per connection: only with a password
-EARLY_PAYLOAD = False   # the core follows once the interpreter is up
+# doas logs the command line it runs: the core follows on stdin once the
+# interpreter is up.
+CORE_IN_ARGV = False
 # "doas (user@host) password:" (OpenDoas), "doas (user@host) Password:"
 # (older releases), a plain "Password:" where PAM words it.
 PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:\s*$')

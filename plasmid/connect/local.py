@@ -2,7 +2,7 @@
 from __future__ import absolute_import
 
 TTY = False            # no terminal needed
-EARLY_PAYLOAD = True   # nothing else reads stdin: send the core at once
+CORE_IN_ARGV = True    # as ssh: nothing waits for stdin before HELLO
 PROMPT = None          # never asks for a password
 
 

@@ -1,10 +1,19 @@
 """Start a context: run its program, answer prompts, boot the core.
 
-The target receives a short first stage on its command line.  It prints a
-ready marker, reads exactly the compressed core from stdin and runs it; the
-core then reads its BOOT frame and answers HELLO.  Everything after the
-command line travels on the same pipe, so with ssh the whole boot costs one
-round trip beyond ssh's own.
+The target receives a first stage on its command line, which prints a
+ready marker and runs the compressed core; the core reads its BOOT frame
+and answers HELLO.  Where the core and BOOT come from depends on the
+method (its ``CORE_IN_ARGV``):
+
+- ssh and local carry them on the command line too, as two base64 words.
+  ssh forwards stdin only once the remote command has started (about one
+  round trip after it sent the command), so a core on stdin would reach
+  the target that much later; on the command line it arrives with the
+  command, and the boot costs no round trip beyond ssh's own.
+- sudo, su and doas read a password from stdin (or a terminal), and sudo
+  and doas log the command line they run: there the first stage reads
+  exactly the compressed core and then BOOT from stdin, sent once the
+  interpreter says it is up.  That wait is local to the parent's machine.
 """
 from __future__ import absolute_import
 import base64
@@ -49,19 +58,43 @@ PASSWORD_MISSING = 'a password was asked for, but none was given'
 # READY is spelt out as a bytes literal, not with %r: a Python 2
 # intermediary's repr of bytes has no b prefix, and a Python 3 child would
 # take it for text.
+# Both forms leave the compressed core in b (a context keeps it, to start
+# its own children) and BOOT in f, None when it is to be read from stdin.
 FIRST_STAGE = '''import os,sys,zlib
 os.write(1,b'%s\\n')
 n=%d
 b=c=os.read(0,n)
 while c and len(b)<n:c=os.read(0,n-len(b));b+=c
 if len(b)<n:sys.exit(1)
+f=None
+exec(zlib.decompress(b))
+'''
+# The words after -c are the core and BOOT; they leave sys.argv, which is
+# ['-c'] in every context, as with the other form.
+FIRST_STAGE_ARGV = '''import base64,os,sys,zlib
+os.write(1,b'%s\\n')
+b,f=[base64.b64decode(w) for w in sys.argv[1:3]]
+del sys.argv[1:]
 exec(zlib.decompress(b))
 '''
 
 
 def boot_argv(python_path, blob_size):
-    """The interpreter's argv: python -c <first stage>."""
-    code = FIRST_STAGE % (READY_WORD, blob_size)
+    """The interpreter's argv: python -c <first stage>, which reads a core
+    of *blob_size* bytes and then BOOT from stdin."""
+    return _python_c(python_path, FIRST_STAGE % (READY_WORD, blob_size))
+
+
+def boot_argv_carrying(python_path, blob, boot):
+    """The interpreter's argv: python -c <first stage> <core> <BOOT>, the
+    compressed core *blob* and the encoded BOOT frame *boot* as base64
+    words (plain ASCII, for any remote shell); nothing comes on stdin
+    before HELLO."""
+    words = [base64.b64encode(data).decode('ascii') for data in (blob, boot)]
+    return _python_c(python_path, FIRST_STAGE_ARGV % READY_WORD) + words
+
+
+def _python_c(python_path, code):
     encoded = base64.b64encode(zlib.compress(code.encode('ascii'), 9))
     stub = 'import base64,zlib;exec(zlib.decompress(base64.b64decode("%s")))'
     if isinstance(python_path, str):
@@ -131,7 +164,7 @@ class Handshake(object):
         self.method = method
         self.spec = spec
         self.payload = payload
-        self.to_write = method.EARLY_PAYLOAD and payload or b''
+        self.to_write = b''  # the payload waits for the ready marker
         self.stdout = b''
         self.stderr = b''
         self.prompt_buf = b''
@@ -333,8 +366,7 @@ class Handshake(object):
                 return None
             data = self.stdout[at + len(READY):]
             self.reader = FrameReader()
-            if not self.method.EARLY_PAYLOAD:
-                self.to_write += self.payload
+            self.to_write += self.payload
         messages = self.reader.feed(data)
         if not messages:
             return None
@@ -366,18 +398,29 @@ def connect(router, spec, blob):
     return _connect(router, spec, blob, method, True)
 
 
-def _connect(router, spec, blob, method, tty):
-    argv = method.argv(spec, boot_argv(spec['python_path'], len(blob)))
-    proc = Process(argv, tty=tty)
-    boot = Message.encoding(spec['context_id'], router.context_id, BOOT, {
+def boot_frame(router, spec):
+    """The encoded BOOT frame of the context *spec* describes, a child of
+    *router*'s context: who it is, who its parent is, its limits."""
+    return Message.encoding(spec['context_id'], router.context_id, BOOT, {
         'context_id': spec['context_id'],
         'parent_id': router.context_id,
         'name': spec['name'],
         'log_level': spec.get('log_level', logging.WARNING),
         'max_message': router.max_message,
         'master_version': spec.get('master_version', '?'),
-    })
-    handshake = Handshake(proc, method, spec, blob + boot.to_bytes())
+    }).to_bytes()
+
+
+def _connect(router, spec, blob, method, tty):
+    boot = boot_frame(router, spec)
+    if method.CORE_IN_ARGV:
+        python = boot_argv_carrying(spec['python_path'], blob, boot)
+        payload = b''
+    else:
+        python = boot_argv(spec['python_path'], len(blob))
+        payload = blob + boot
+    proc = Process(method.argv(spec, python), tty=tty)
+    handshake = Handshake(proc, method, spec, payload)
     try:
         info = handshake.run(spec.get('connect_timeout') or 30.0)
     except BaseException:

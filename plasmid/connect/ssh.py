@@ -12,7 +12,9 @@ import re
 from plasmid.connect.spawn import shell_command
 
 TTY = None             # decided per connection: only with a password
-EARLY_PAYLOAD = True   # the core follows the command on the same pipe
+# The core and BOOT travel in the remote command: ssh would forward them on
+# stdin only once that command runs (spawn's docstring says why it matters).
+CORE_IN_ARGV = True
 PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:\s*$')
 REFUSALS = [
     (re.compile(br'(?i)are you sure you want to continue connecting'),

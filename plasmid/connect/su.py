@@ -10,7 +10,7 @@ import re
 from plasmid.connect.spawn import PASSWORD_REFUSED, shell_command
 
 TTY = False
-EARLY_PAYLOAD = False
+CORE_IN_ARGV = False   # the core follows on stdin, after the password
 # su's prompt in the languages it is most often installed with.
 PROMPT = re.compile(br'(?i)(password|passwort|mot de passe|contrase\xc3\xb1a|'
                     br'senha|parola|wachtwoord|\xd0\xbf\xd0\xb0\xd1\x80\xd0'

@@ -19,7 +19,9 @@ TTY_REQUIRED = 'sorry, you must have a tty to run sudo'
 TTY_REQUIRED_DOMAIN = 'sudoers'  # the message catalog it is in
 LOCALE_DIRS = ['/usr/share/locale', '/usr/local/share/locale']
 PROMPTS_ON_TERMINAL = False  # -S: on stderr, the answer on stdin
-EARLY_PAYLOAD = False
+# sudo logs the command line it runs, and -S reads the password from stdin:
+# the core goes to stdin once the interpreter is up.
+CORE_IN_ARGV = False
 PROMPT_TEXT = 'plasmid-sudo-password:'
 PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))
 REFUSALS = []

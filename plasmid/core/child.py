@@ -25,16 +25,17 @@ SHUTDOWN_GRACE = 2.0   # seconds a stuck call gets before a forced exit
 CHILD_SHUTDOWN_WAIT = 5.0
 
 
-def read_boot(fd):
-    """Block until the BOOT frame arrives; return it and the reader."""
+def read_boot(fd, frame=None):
+    """The BOOT frame's value and the reader for what follows it: from
+    *frame* (its bytes, which came on the command line), else from *fd*,
+    blocking until it arrives."""
     reader = FrameReader()
-    while True:
+    messages = reader.feed(frame) if frame is not None else []
+    while not messages:
         data = os.read(fd, 65536)
         if not data:
             os._exit(1)
         messages = reader.feed(data)
-        if messages:
-            break
     boot = messages.pop(0)
     if boot.handle != BOOT:
         os._exit(1)
@@ -55,7 +56,7 @@ def capture_fd(fd):
 class ChildContext(object):
     """Everything one context process runs."""
 
-    def __init__(self, blob):
+    def __init__(self, blob, boot_frame=None):
         self.blob = blob  # the compressed bootstrap, to start children
         self.rfd = os.dup(0)
         self.wfd = os.dup(1)
@@ -64,7 +65,7 @@ class ChildContext(object):
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.close(null)
-        self.config, reader = read_boot(self.rfd)
+        self.config, reader = read_boot(self.rfd, boot_frame)
         reader.max_message = self.config['max_message']
         self.loop = Loop()
         self.router = Router(self.loop, self.config['context_id'],
@@ -167,7 +168,9 @@ class ChildContext(object):
         os._exit(status)
 
 
-def main(blob):
+def main(blob, boot_frame=None):
+    """Run this context: *blob* is the compressed core it booted from,
+    *boot_frame* its BOOT frame if that came on the command line."""
     global current
-    current = ChildContext(blob)
+    current = ChildContext(blob, boot_frame)
     current.run()

@@ -1,7 +1,8 @@
 """Build the compressed core every new context boots from.
 
 The core's sources are stripped of docstrings and comments (they stay in
-the repository for readers) and packed with a small loader into one
+the repository for readers), indented by one space a level, and packed as
+one raw string, each behind a line naming it, with a small loader into one
 zlib-compressed script that works on Python 2.7 and 3.x.  Stripping costs
 tens of milliseconds, so the result is kept in the per-user disk cache
 (``cache.py``) under a key of the sources it came from.
@@ -40,6 +41,11 @@ CHILD_PACKAGE = '''from plasmid.core.errors import (Error, CallError, ConnectErr
 from plasmid.core.context import as_completed
 '''
 
+# Starts each module's part of the packed text (the loader splits at it).
+# Stripped code never holds it: it has no comments, and ast.unparse writes
+# each string on one line.
+MODULE_MARK = '\n#%'
+
 LOADER = '''import sys,types
 def _plasmid_load(name,pkg,src):
  m=sys.modules.get(name) or types.ModuleType(name)
@@ -50,8 +56,10 @@ def _plasmid_load(name,pkg,src):
  parent,_,leaf=name.rpartition('.')
  if parent:setattr(sys.modules[parent],leaf,m)
  exec(compile(src,m.__file__,'exec'),m.__dict__)
-for _n,_p,_s in _PLASMID_MODULES:_plasmid_load(_n,_p,_s)
-sys.modules['plasmid.core.child'].main(b)
+for _c in _PLASMID_TEXT.split('\\n#%')[1:]:
+ _h,_,_s=_c.partition('\\n');_n,_p=_h.split(' ')
+ _plasmid_load(_n,_p=='1',_s)
+sys.modules['plasmid.core.child'].main(b,f)
 '''
 
 
@@ -77,7 +85,20 @@ def minify(source: str) -> str:
             body.pop(0)
             if not body:
                 body.append(ast.Pass())
-    return ast.unparse(tree) + '\n'
+    return _one_space_indents(ast.unparse(tree) + '\n')
+
+
+def _one_space_indents(code: str) -> str:
+    """ast.unparse indents by four spaces a level; one compresses better
+    (~0.5 KiB of the core).  Kept only if the code means the same after."""
+    lines = []
+    for line in code.split('\n'):
+        text = line.lstrip(' ')
+        lines.append(' ' * ((len(line) - len(text)) // 4) + text)
+    narrow = '\n'.join(lines)
+    if ast.dump(ast.parse(narrow)) != ast.dump(ast.parse(code)):
+        return code
+    return narrow
 
 
 def core_module_names() -> list[str]:
@@ -113,6 +134,27 @@ def build_blob() -> bytes:
 
 
 def _compress(sources: dict[str, str]) -> bytes:
-    script = '_PLASMID_MODULES=%r\n%s' % (core_modules(sources), LOADER)
+    script = '_PLASMID_TEXT=%s\n%s' % (packed(core_modules(sources)), LOADER)
     script.encode('ascii')  # the payload must stay ASCII for Python 2
     return zlib.compress(script.encode('ascii'), 9)
+
+
+def packed(modules: list[tuple[str, bool, str]]) -> str:
+    """*modules* as one raw string literal: a MODULE_MARK line naming each
+    (its name, then 1 for a package, else 0), then its code unescaped (a
+    repr would double every newline and backslash: ~0.4 KiB compressed)."""
+    text = ''
+    for name, is_package, source in modules:
+        if MODULE_MARK in source:
+            raise ValueError('%s holds the module mark' % name)
+        text += '%s%s %d\n%s' % (MODULE_MARK, name, is_package, source)
+    literal = "r'''" + text + "'''"
+    # Three quotes in the code would end the literal early: then it does
+    # not parse, or reads back as something else.
+    try:
+        same = ast.literal_eval(literal) == text
+    except (SyntaxError, ValueError):
+        same = False
+    if not same:
+        raise ValueError('the core cannot be packed as one raw string')
+    return literal

@@ -15,6 +15,7 @@ import connect_fns
 import plasmid
 from plasmid.connect import local, spawn, ssh, sudo
 from testbed.fds import new_since, open_files
+from testbed.held_stdin import python_holding_stdin
 from testbed.ports import free_port
 from testbed.pythons import require_python
 
@@ -51,6 +52,33 @@ def test_first_stage_gives_up_on_short_input(version: str) -> None:
     assert result.stdout == spawn.READY
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13', 'master'])
+def test_first_stage_carrying_runs_the_blob_from_its_argv(version: str
+                                                          ) -> None:
+    """The ssh and local form: core and BOOT are words of the command
+    line; stdin is not read, and sys.argv is left as ['-c']."""
+    python = sys.executable if version == 'master' else \
+        require_python(version)
+    payload = (b"import os, sys\n"
+               b"os.write(1, f + repr(sys.argv).encode('ascii'))\n")
+    argv = spawn.boot_argv_carrying(python, zlib.compress(payload),
+                                    b'boot\x00frame ')
+    result = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == spawn.READY + b"boot\x00frame ['-c']"
+
+
+def test_a_local_boot_needs_nothing_from_stdin() -> None:
+    """Behind an interpreter whose stdin is held until it has answered, a
+    local context boots (its core came on the command line) and then
+    serves calls through that stdin; a sudo context, whose core follows on
+    stdin, would wait there."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python_holding_stdin(sys.executable))
+        assert ctx.call(os.getpid) != os.getpid()
+
+
 def test_boot_argv_shape() -> None:
     argv = spawn.boot_argv('python3', 1234)
     assert argv[:2] == ['python3', '-c']
@@ -60,6 +88,9 @@ def test_boot_argv_shape() -> None:
     assert argv[:4] == ['env', 'python3', '-u', '-c']
     # Plain ASCII: it travels through ssh and a remote shell.
     assert argv[-1].isascii()
+    carrying = spawn.boot_argv_carrying('python3', b'\x00core', b'boot')
+    assert carrying[:2] == ['python3', '-c'] and len(carrying) == 5
+    assert all(word.isascii() for word in carrying)
 
 
 def test_method_argv_ends_with_boot_argv() -> None:
@@ -150,8 +181,9 @@ def test_timeout_message_names_the_timeout() -> None:
 
 
 # Runs the real interpreter (argv[3:]) behind pipes of its own: its start
-# is held back argv[1] seconds, and what it is sent after its ready marker
-# (the core) argv[2] seconds; -1 holds it for ever.
+# is held back argv[1] seconds, and what it says after its ready marker
+# (the core's HELLO, whether the core came on the command line or on
+# stdin) argv[2] seconds; -1 holds it for ever.
 SLOW_STAGES = r'''
 import os, subprocess, sys, threading, time
 def hold(seconds):
@@ -159,22 +191,24 @@ def hold(seconds):
 hold(float(sys.argv[1]))
 child = subprocess.Popen(sys.argv[3:], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, bufsize=0)
-ready = threading.Event()
 def feed():
-    ready.wait()
-    hold(float(sys.argv[2]))
     while True:
         data = os.read(0, 65536)
         if not data:
             break
         child.stdin.write(data)
 threading.Thread(target=feed, daemon=True).start()
+marker, held = b'PLASMID-READY\n', False
 while True:
     data = os.read(child.stdout.fileno(), 65536)
     if not data:
         break
-    if b'PLASMID-READY' in data:
-        ready.set()
+    at = data.find(marker)
+    if at >= 0 and not held:
+        held = True
+        os.write(1, data[:at + len(marker)])
+        hold(float(sys.argv[2]))
+        data = data[at + len(marker):]
     os.write(1, data)
 '''
 

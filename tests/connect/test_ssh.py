@@ -6,6 +6,7 @@ directly, which is how they prove what happens on the target side.
 """
 from __future__ import annotations
 
+import base64
 import os
 import pwd
 import signal
@@ -19,7 +20,9 @@ import pytest
 import connect_fns
 import plasmid
 from plasmid.connect import ssh
+from plasmid.master import bootstrap
 from testbed import accounts
+from testbed.held_stdin import python_holding_stdin
 from testbed.latency import LatencyProxy, ToxiproxyMissing
 from testbed.ports import free_port
 from testbed.procs import wait_gone
@@ -296,11 +299,25 @@ def test_bootstrap_is_one_ssh_command_and_writes_nothing(sshd,
     ssh_argv = router.streams[0].process.argv
     assert os.path.basename(ssh_argv[0]) == 'ssh'
     # ...and the remote context is Python running that very code from its
-    # command line (no script file).
+    # command line (no script file), with the core and its BOOT frame as
+    # the two words after it.
     assert 'python' in os.path.basename(argv[0])
     assert argv[1] == '-c'
-    assert len(argv) == 3
-    assert argv[2] in ssh_argv[-1]
+    assert len(argv) == 5
+    assert all(word in ssh_argv[-1] for word in argv[2:])
+    assert base64.b64decode(argv[3]) == bootstrap.build_blob()
+
+
+def test_boot_needs_nothing_from_stdin(sshd, router) -> None:
+    """ssh forwards stdin only once the remote command runs, a round trip
+    after the command left: a boot that waited for its core on stdin would
+    pay that round trip.  Behind an interpreter whose stdin is held until
+    it has answered (that delay, for ever), the context still boots, and
+    then serves calls through the same stdin."""
+    held = python_holding_stdin('/usr/bin/python3')
+    ctx = router.ssh(python_path=held, **sshd.ssh_kwargs())
+    assert ctx.call(connect_fns.identity)['uid'] == \
+        pwd.getpwnam(USER_A).pw_uid
 
 
 # ---------------------------------------------------- failure propagation
