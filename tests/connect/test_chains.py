@@ -19,6 +19,7 @@ import pytest
 import connect_fns
 import plasmid
 from testbed.procs import alive, wait_gone
+from testbed.pythons import executable_by_others, require_python
 
 USER_A = 'plasmid-a'
 # Requirement: a lost context is noticed within 5 s.
@@ -160,3 +161,20 @@ def test_connect_timeout_honoured_by_intermediary(sshd, router) -> None:
     assert elapsed < timeout + 5
     # The intermediary survives its child's failure.
     assert user.call(connect_fns.wait_no_children, LOST_WITHIN) == []
+
+
+@pytest.mark.parametrize('middle,far', [('2.7', '2.7'), ('2.7', '3.13'),
+                                        ('3.6', '2.7')])
+def test_an_ssh_hop_started_by_an_older_python(sshd, router, middle,
+                                               far) -> None:
+    """An intermediary of another Python builds the ssh command that
+    carries the core and BOOT (base64 words, through the remote shell) and
+    boots a context of yet another version, which serves calls."""
+    far_python = require_python(far)
+    if not executable_by_others(far_python):
+        pytest.skip('%s is not executable by %s' % (far_python, USER_A))
+    hop = router.local(python_path=require_python(middle))
+    ctx = router.ssh(via=hop, python_path=far_python, **sshd.ssh_kwargs())
+    assert ctx.call(connect_fns.version_info)[:2] == \
+        [int(part) for part in far.split('.')]
+    assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
