@@ -55,6 +55,13 @@ NO_PYTHON = 'no Python at '
 PASSWORD_REFUSED = 'the password was refused'
 PASSWORD_MISSING = 'a password was asked for, but none was given'
 
+# Our own words in a program's output, shown as <bootstrap> in errors: the
+# first stage's code (sudo quotes it in a refusal), and the base64 words of
+# the core and BOOT (a shell that cannot run the command, fish for one,
+# echoes all of it: some 22 KB).
+BOOTSTRAP_TEXT = re.compile(r"\S*-c'? '?import base64,zlib;exec\S*|"
+                            r"'?[A-Za-z0-9+/]{200,}={0,2}'?")
+
 # READY is spelt out as a bytes literal, not with %r: a Python 2
 # intermediary's repr of bytes has no b prefix, and a Python 3 child would
 # take it for text.
@@ -211,8 +218,7 @@ class Handshake(object):
         prompt = getattr(self.method, 'PROMPT_TEXT', None)
         if prompt:
             text = text.replace(prompt, '')
-        return re.sub(r"\S*-c import base64,zlib;exec\S*", '<bootstrap>',
-                      text)
+        return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
 
     def run(self, timeout):
         """Drive the start until HELLO.  *timeout* bounds each of its two

@@ -429,3 +429,28 @@ def test_prompt_timeout_must_be_a_positive_number(bad, method) -> None:
     with plasmid.Router() as router:
         with pytest.raises(ValueError, match='prompt_timeout'):
             start(router)
+
+
+# A program that cannot run the command and echoes all of it, as fish (a
+# login shell some accounts have) does: unquoted, as sudo quotes a command
+# it refuses, or each word in quotes, as fish shows it.
+ECHOES_COMMAND = {
+    'plain': 'echo "cannot run: $*" >&2; exit 127',
+    'quoted': 'printf "cannot run: " >&2; printf "\'%s\' " "$@" >&2; exit 127',
+}
+
+
+@pytest.mark.parametrize('style', sorted(ECHOES_COMMAND))
+def test_an_error_shows_the_bootstrap_in_a_word(style: str) -> None:
+    """The core travels in the command line: an error quoting the command
+    must not carry its 22 KB of base64, nor the first stage's code."""
+    with plasmid.Router() as router:
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.local(python_path=['/bin/sh', '-c', ECHOES_COMMAND[style],
+                                      'python3'])
+    said = str(info.value)
+    assert 'cannot run: ' in said
+    assert said.count('<bootstrap>') == 3, said  # first stage, core, BOOT
+    assert "'<bootstrap>" not in said
+    assert len(said) < 400, said
+    assert 'zlib' not in said
