@@ -75,6 +75,20 @@ def test_the_login_shell_gives_its_place_to_the_interpreter(sshd,
     assert ctx.call(connect_fns.parent_command) == 'sshd'
 
 
+@pytest.mark.parametrize('shell', ['/bin/bash', '/bin/sh', '/bin/zsh',
+                                   '/bin/mksh', '/bin/tcsh', '/usr/bin/fish'])
+def test_a_context_boots_under_each_login_shell(sshd, router, shell) -> None:
+    """sshd runs the command through the account's login shell: the
+    quoted first stage and its 22 KB of base64 words pass each shell (.ci/
+    setup installs them) whole, and the interpreter takes its place."""
+    if not os.path.exists(shell):
+        pytest.skip('%s is not installed' % shell)
+    with accounts.login_shell(shell, USER_A):
+        ctx = router.ssh(**sshd.ssh_kwargs())
+    assert ctx.call(connect_fns.parent_command) == 'sshd'
+    assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
+
+
 def test_password_login_without_identity_file(sshd, router) -> None:
     kwargs = sshd.ssh_kwargs()
     del kwargs['identity_file']
