@@ -15,7 +15,7 @@ import connect_fns
 import plasmid
 from plasmid.connect import local, spawn, ssh, sudo
 from testbed.fds import new_since, open_files
-from testbed.held_stdin import python_holding_stdin
+from testbed.interposed import interposed
 from testbed.ports import free_port
 from testbed.pythons import require_python
 
@@ -75,7 +75,8 @@ def test_a_local_boot_needs_nothing_from_stdin() -> None:
     serves calls through that stdin; a sudo context, whose core follows on
     stdin, would wait there."""
     with plasmid.Router() as router:
-        ctx = router.local(python_path=python_holding_stdin(sys.executable))
+        ctx = router.local(python_path=interposed(sys.executable,
+                                                  stdin_held=True))
         assert ctx.call(os.getpid) != os.getpid()
 
 
@@ -180,58 +181,22 @@ def test_timeout_message_names_the_timeout() -> None:
     assert 'no answer within 1s' in str(info.value)
 
 
-# Runs the real interpreter (argv[3:]) behind pipes of its own: its start
-# is held back argv[1] seconds, and what it says after its ready marker
-# (the core's HELLO, whether the core came on the command line or on
-# stdin) argv[2] seconds; -1 holds it for ever.
-SLOW_STAGES = r'''
-import os, subprocess, sys, threading, time
-def hold(seconds):
-    time.sleep(3600 if seconds < 0 else seconds)
-hold(float(sys.argv[1]))
-child = subprocess.Popen(sys.argv[3:], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, bufsize=0)
-def feed():
-    while True:
-        data = os.read(0, 65536)
-        if not data:
-            break
-        child.stdin.write(data)
-threading.Thread(target=feed, daemon=True).start()
-marker, held = b'PLASMID-READY\n', False
-while True:
-    data = os.read(child.stdout.fileno(), 65536)
-    if not data:
-        break
-    at = data.find(marker)
-    if at >= 0 and not held:
-        held = True
-        os.write(1, data[:at + len(marker)])
-        hold(float(sys.argv[2]))
-        data = data[at + len(marker):]
-    os.write(1, data)
-'''
-
-
-def _slow_stages(start: float, boot: float) -> list:
-    return [sys.executable, '-c', SLOW_STAGES, str(start), str(boot),
-            sys.executable]
-
-
 def test_each_stage_of_a_start_has_the_whole_timeout() -> None:
     """A start slow to reach its Python (ssh on a loaded machine) and slow
     to boot it still starts, as long as neither stage alone takes longer
     than connect_timeout; a stage that stalls fails within it."""
     with plasmid.Router() as router:
-        slow = router.local(connect_timeout=1.5,
-                            python_path=_slow_stages(0.9, 0.9))
+        slow = router.local(connect_timeout=1.5, python_path=interposed(
+            sys.executable, start=0.9, answer=0.9))
         assert slow.call(os.getpid) != os.getpid()
         start = time.monotonic()
         with pytest.raises(plasmid.ConnectError) as info:
-            router.local(connect_timeout=1, python_path=_slow_stages(-1, 0))
+            router.local(connect_timeout=1,
+                         python_path=interposed(sys.executable, start=-1))
         assert 'no answer within 1s' in str(info.value)
         with pytest.raises(plasmid.ConnectError) as info:
-            router.local(connect_timeout=1, python_path=_slow_stages(0, -1))
+            router.local(connect_timeout=1,
+                         python_path=interposed(sys.executable, answer=-1))
         assert 'the Python started but did not boot within 1s' in \
             str(info.value)
         assert time.monotonic() - start < 10

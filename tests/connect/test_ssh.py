@@ -22,7 +22,7 @@ import plasmid
 from plasmid.connect import ssh
 from plasmid.master import bootstrap
 from testbed import accounts
-from testbed.held_stdin import python_holding_stdin
+from testbed.interposed import interposed
 from testbed.latency import LatencyProxy, ToxiproxyMissing
 from testbed.ports import free_port
 from testbed.procs import wait_gone
@@ -328,7 +328,7 @@ def test_boot_needs_nothing_from_stdin(sshd, router) -> None:
     pay that round trip.  Behind an interpreter whose stdin is held until
     it has answered (that delay, for ever), the context still boots, and
     then serves calls through the same stdin."""
-    held = python_holding_stdin('/usr/bin/python3')
+    held = interposed('/usr/bin/python3', stdin_held=True)
     ctx = router.ssh(python_path=held, **sshd.ssh_kwargs())
     assert ctx.call(connect_fns.identity)['uid'] == \
         pwd.getpwnam(USER_A).pw_uid
