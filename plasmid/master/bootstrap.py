@@ -56,11 +56,11 @@ def _plasmid_load(name,pkg,src):
  parent,_,leaf=name.rpartition('.')
  if parent:setattr(sys.modules[parent],leaf,m)
  exec(compile(src,m.__file__,'exec'),m.__dict__)
-for _c in _PLASMID_TEXT.split('\\n#%')[1:]:
+for _c in _PLASMID_TEXT.split(MARK)[1:]:
  _h,_,_s=_c.partition('\\n');_n,_p=_h.split(' ')
  _plasmid_load(_n,_p=='1',_s)
 sys.modules['plasmid.core.child'].main(b,f)
-'''
+'''.replace('MARK', repr(MODULE_MARK))
 
 
 def read_source(module_name: str) -> str:
