@@ -6,7 +6,6 @@ log forwarding and noticing a lost parent go on whatever a call does.  A
 lost parent ends the process at once, even if a call is stuck.
 """
 from __future__ import absolute_import
-import logging
 import os
 import sys
 
@@ -15,6 +14,7 @@ from plasmid.core.context import Context
 from plasmid.core.dispatch import Dispatcher
 from plasmid.core.framing import FrameReader
 from plasmid.core.importer import Importer
+from plasmid.core.logger import Logger
 from plasmid.core.loop import Loop, widen_pipe
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN, FROM_PARENT, Router
 from plasmid.core.stream import Stream
@@ -128,7 +128,7 @@ class ChildContext(object):
         self.loop.call_later(SHUTDOWN_GRACE, self._force_exit_if_busy)
 
     def _force_exit_if_busy(self):
-        logging.getLogger('plasmid.child').error(
+        Logger('plasmid.child').error(
             'a call did not finish within %.1fs of shutdown; exiting',
             SHUTDOWN_GRACE)
         self._flush_and_exit(1)

@@ -19,6 +19,25 @@ else:
     builtin_timeout = TimeoutError
 
 
+if PY2:  # pragma: no cover - exercised on 2.7 targets
+    # An import statement takes Python 2's global import lock, which a
+    # thread importing from the parent holds while the loop brings its
+    # module: code that may run on the loop must not import.  So Python 2
+    # contexts load these with the core, as they always did.
+    import logging
+    import traceback
+    _EAGER = {'logging': logging, 'traceback': traceback}
+
+
+def stdlib(name):
+    """Standard module *name* (logging, traceback), imported on first use
+    on Python 3: each costs a context's start milliseconds it mostly does
+    not need."""
+    if PY2:  # pragma: no cover - exercised on 2.7 targets
+        return _EAGER[name]
+    return __import__(name)
+
+
 def text_from_native(value):
     """Return a Python 2 ``str`` (bytes) as text; leave text alone."""
     if isinstance(value, bytes_type) and not PY2:

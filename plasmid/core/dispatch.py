@@ -8,17 +8,17 @@ stuck, the call is, and quick calls never wake it for longer than a check.
 """
 from __future__ import absolute_import
 import collections
-import logging
 import sys
 import threading
 import time
-import traceback
 
+from plasmid.core import compat
 from plasmid.core.errors import (CallError, ConnectError, StreamError,
                                  ProtocolError)
+from plasmid.core.logger import Logger
 from plasmid.core.router import CALL, FROM_PARENT
 
-LOG = logging.getLogger('plasmid.dispatch')
+LOG = Logger('plasmid.dispatch')
 TAKEOVER_DELAY = 0.002
 _STOP = object()
 _running = []  # the Dispatcher that runs this process's calls, once started
@@ -50,7 +50,8 @@ def error_for(exc):
     """What to send back for an exception raised by a called function."""
     if isinstance(exc, ConnectError):
         return exc  # a failed hop stays a connect failure for the master
-    return CallError(type(exc).__name__, str(exc), traceback.format_exc())
+    return CallError(type(exc).__name__, str(exc),
+                     compat.stdlib('traceback').format_exc())
 
 
 class Dispatcher(object):

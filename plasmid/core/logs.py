@@ -6,11 +6,12 @@ the call that produced them.  Output written straight to fds 1 and 2 (by
 subprocesses, say) is read from a pipe by the I/O loop.
 """
 from __future__ import absolute_import
-import logging
 import os
+import sys
 import threading
 
-from plasmid.core import compat
+from plasmid.core import compat, logger
+from plasmid.core.logger import INFO
 from plasmid.core.router import LOG_RECORD
 
 STDOUT = 'stdout'
@@ -38,23 +39,23 @@ class Forwarder(object):
             self.local.sending = False
 
 
-class ForwardingHandler(logging.Handler):
-    """A logging handler that forwards every record it sees."""
+def forwarding_handler(logging, forwarder):
+    """A handler of the loaded *logging* that forwards every record it
+    sees (its class is made here: the core does not load logging)."""
 
-    def __init__(self, forwarder):
-        logging.Handler.__init__(self)
-        self.forwarder = forwarder
+    class ForwardingHandler(logging.Handler):
+        def emit(self, record):
+            try:
+                text = record.getMessage()
+                if record.exc_info:
+                    text += '\n' + logging.Formatter().formatException(
+                        record.exc_info)
+            except Exception:
+                text = repr(record.msg)
+            forwarder.send(record.name, record.levelno,
+                           compat.text_from_native(text))
 
-    def emit(self, record):
-        try:
-            text = record.getMessage()
-            if record.exc_info:
-                text += '\n' + logging.Formatter().formatException(
-                    record.exc_info)
-        except Exception:
-            text = repr(record.msg)
-        self.forwarder.send(record.name, record.levelno,
-                            compat.text_from_native(text))
+    return ForwardingHandler()
 
 
 class OutputWriter(object):
@@ -81,7 +82,7 @@ class OutputWriter(object):
             rest = lines.pop()
             self.partial = rest and [rest] or []
         for line in lines:
-            self.forwarder.send(self.origin, logging.INFO, line)
+            self.forwarder.send(self.origin, INFO, line)
         return len(text)
 
     def writelines(self, lines):
@@ -92,7 +93,7 @@ class OutputWriter(object):
         with self.lock:
             text, self.partial = ''.join(self.partial), []
         if text:
-            self.forwarder.send(self.origin, logging.INFO, text)
+            self.forwarder.send(self.origin, INFO, text)
 
     def fileno(self):
         return self.fd
@@ -126,7 +127,7 @@ class PipeReader(object):
         lines = (self.partial + data).split(b'\n')
         self.partial = lines.pop()
         for line in lines:
-            self.forwarder.send(self.origin, logging.INFO,
+            self.forwarder.send(self.origin, INFO,
                                 line.decode('utf-8', 'replace'))
 
     def close(self):
@@ -134,7 +135,7 @@ class PipeReader(object):
             return
         self.closed = True
         if self.partial:
-            self.forwarder.send(self.origin, logging.INFO,
+            self.forwarder.send(self.origin, INFO,
                                 self.partial.decode('utf-8', 'replace'))
             self.partial = b''
         self.loop.remove_fd(self.rfd)
@@ -142,11 +143,62 @@ class PipeReader(object):
 
 
 def install(router, level):
-    """Route this process's logging and output to the master."""
+    """Route this process's output to the master, and its logging from the
+    moment anything loads ``logging`` (at once if something has)."""
     forwarder = Forwarder(router)
-    root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    root.addHandler(ForwardingHandler(forwarder))
-    root.setLevel(level)
+    logger.threshold = level
+
+    def route(logging):
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.addHandler(forwarding_handler(logging, forwarder))
+        root.setLevel(level)
+
+    if 'logging' in sys.modules:
+        route(sys.modules['logging'])
+    else:
+        sys.meta_path.insert(0, WhenImported('logging', route))
     return forwarder
+
+
+class WhenImported(object):
+    """First on ``sys.meta_path``: when module *name* is imported, calls
+    *then* with the module before the import returns, so no code sees the
+    module before *then* has run (Python 3 only).  Once done it stays,
+    answering nothing: removing it could make another thread's import,
+    going through the list at that moment, skip a finder."""
+
+    def __init__(self, name, then):
+        self.name = name
+        self.then = then
+        self.done = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name or self.done:
+            return None
+        self.done = True
+        for finder in sys.meta_path:  # as the import would have
+            if finder is self:
+                continue
+            find = getattr(finder, 'find_spec', None)
+            spec = find and find(fullname, path, target)
+            if spec is not None:
+                self._follow(spec.loader)
+                return spec
+        return None
+
+    def _follow(self, loader):
+        """Make *loader* (this module's own: a path finder makes one per
+        module) call *then* after running the module, once.  Not a class
+        (the frozen and built-in importers): that would change it for
+        every module; such a module goes unrouted."""
+        run = getattr(loader, 'exec_module', None)
+        if run is None or isinstance(loader, type):
+            return
+
+        def exec_module(module):
+            del loader.exec_module  # the loader is itself again
+            run(module)
+            self.then(module)
+        loader.exec_module = exec_module

@@ -13,14 +13,14 @@ message came from before acting on it:
 """
 from __future__ import absolute_import
 import itertools
-import logging
 import threading
 
 from plasmid.core import codec
 from plasmid.core.errors import ContextLost, ProtocolError, StreamError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
+from plasmid.core.logger import Logger
 
-LOG = logging.getLogger('plasmid.router')
+LOG = Logger('plasmid.router')
 
 # Well-known handles present in every context.
 CALL = 1         # parent -> child: run a function

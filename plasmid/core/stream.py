@@ -1,15 +1,15 @@
 """A stream: one link to a neighbouring context over a pair of fds."""
 from __future__ import absolute_import
 import errno
-import logging
 import os
 import threading
 
 from plasmid.core.errors import ProtocolError
 from plasmid.core.framing import FrameReader
+from plasmid.core.logger import Logger
 from plasmid.core.loop import set_cloexec, set_nonblocking
 
-LOG = logging.getLogger('plasmid.stream')
+LOG = Logger('plasmid.stream')
 # Reads above glibc's mmap threshold (128 KiB) cost a map and an unmap
 # each; 64 KiB stays on the heap.
 READ_SIZE = 64 * 1024

@@ -24,12 +24,12 @@ CORE_MODULES = [
     'plasmid.core.codec',
     'plasmid.core.framing',
     'plasmid.core.loop',
+    'plasmid.core.logger',
     'plasmid.core.stream',
     'plasmid.core.router',
     'plasmid.core.context',
     'plasmid.core.dispatch',
     'plasmid.core.logs',
-    'plasmid.core.resources',
     'plasmid.core.importer',
     'plasmid.core.child',
 ]

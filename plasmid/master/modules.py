@@ -58,6 +58,13 @@ ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
                              'plasmid.ansible.warm'])
 
 
+# The core's reader of package data is not in the bootstrap (few contexts
+# read any): it goes ahead of the first module sent that uses
+# importlib.resources, so that reading costs no round trip more.
+DATA_READER = 'plasmid.core.resources'
+READS_DATA = ('importlib.resources', 'importlib_resources')
+
+
 def master_only(fullname: str) -> bool:
     """Whether *fullname* is never served to a context."""
     if fullname.startswith(PRIVATE_PREFIXES):
@@ -430,6 +437,9 @@ class ModuleResponder:
         *after* (modules that import it; dependency order) behind it."""
         sent = self.sent.setdefault(child, set(self.preinstalled))
         ahead = [m for m in modules if m != name]
+        if DATA_READER not in sent and any(
+                self._reads_data(m) for m in ahead + [name]):
+            ahead.insert(0, DATA_READER)
         for module in ahead:
             if module not in sent:
                 sent.add(module)
@@ -444,6 +454,14 @@ class ModuleResponder:
                    after=behind)
         for module in behind:
             self._send(child, self.finder.find(module), for_name=name)
+
+    def _reads_data(self, name: str) -> bool:
+        """Whether module *name* imports importlib.resources (or its
+        backport) at module level."""
+        edges = self.graph.edges(name)
+        return any(n == reader or n.startswith(reader + '.')
+                   for n in edges.required + edges.optional + edges.absent
+                   for reader in READS_DATA)
 
     def _compressed(self, entry: ModuleEntry) -> Optional[bytes]:
         if entry.source is None:

@@ -210,6 +210,11 @@ def legacy_resources(package, resource):
         }
 
 
+def module_requests():
+    """The names of each module request this context sent, in order."""
+    return _importer().stats()['requested']
+
+
 def data_requests():
     """The (package, path) pairs this context asked its parent for."""
     return sorted(_importer().data)

@@ -157,6 +157,10 @@ def test_certifi_bundle_in_a_bare_context() -> None:
     with plasmid.Router() as router:
         ctx = router.local(python_path=BARE)
         path, head = ctx.call(import_fns.certifi_where)
+        # The core's data reader (not in the bootstrap) came ahead of
+        # certifi, which imports importlib.resources: no request of its own.
+        requests = ctx.call(import_fns.module_requests)
+    assert requests == [['certifi']], requests
     # certifi asks importlib.resources for a real path: it gets a
     # temporary copy of the master's bundle (certifi's own choice).
     with open(certifi.where(), 'rb') as handle:

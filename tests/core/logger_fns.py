@@ -1,0 +1,33 @@
+"""Functions run in contexts by test_logger.py.  Nothing here imports
+logging at module level: the tests check when a context loads it."""
+import sys
+
+
+def loaded(names):
+    """Which of *names* this interpreter has imported."""
+    return sorted(n for n in names if n in sys.modules)
+
+
+def fail(message):
+    raise ValueError(message)
+
+
+def core_debug(text):
+    """A debug record of the core's, below a context's default level."""
+    from plasmid.core.logger import Logger
+    Logger('plasmid.test').debug('%s', text)
+
+
+def warn_with_logging(text):
+    import logging
+    logging.getLogger('logger_fns').warning('%s', text)
+
+
+def forwarding_handlers():
+    """The root logger's handlers, by class name, and whether anything
+    on sys.meta_path still waits for logging to load."""
+    import logging
+    waiting = [f for f in sys.meta_path
+               if type(f).__name__ == 'WhenImported' and not f.done]
+    return [type(h).__name__ for h in logging.getLogger().handlers], \
+        len(waiting)
