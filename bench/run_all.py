@@ -2,10 +2,11 @@
 
     python3 bench/run_all.py [--skip-ssh]
 
-Runs roundtrip.py, bootstrap_size.py and (as root, see ssh_connect.py and
-imports.py) ssh_connect.py and imports.py with their defaults, each in its
-own interpreter so none inherits another's threads or imported modules.
-Exits non-zero if one failed.  Takes about four minutes on 2 cores.
+Runs roundtrip.py, bootstrap_size.py, context_start.py and (as root, see
+ssh_connect.py and imports.py) ssh_connect.py and imports.py with their
+defaults, each in its own interpreter so none inherits another's threads or
+imported modules.
+Exits non-zero if one failed.  Takes about five minutes on 2 cores.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = ['roundtrip.py', 'bootstrap_size.py', 'ssh_connect.py', 'imports.py']
+SCRIPTS = ['roundtrip.py', 'bootstrap_size.py', 'context_start.py',
+           'ssh_connect.py', 'imports.py']
 SSH_SCRIPTS = ('ssh_connect.py', 'imports.py')   # need root and sshd
 
 
