@@ -1,9 +1,9 @@
 """The core's loggers, which import ``logging`` only for a record that goes out.
 
-``import logging`` was the dearest part of a context's start: 5-10 ms of
-CPU, most of it for what it imports in turn (re, enum, traceback).  The
-core logs only when something goes wrong, so a context that runs calls
-and imports nothing that needs ``logging`` now never loads it.  A record
+``import logging`` cost a context's start 5-10 ms of CPU, second only to
+compiling the core, most of it for what it imports in turn (re, enum,
+traceback).  The core logs only when something goes wrong, so a context
+that runs calls and imports nothing that needs ``logging`` never loads it.  A record
 below ``threshold`` (the context's log level, set by ``logs.install``)
 is dropped without loading it; once anything has loaded ``logging``,
 records go to the real logger of the same name, as before.
@@ -43,6 +43,6 @@ class Logger(object):
         try:
             logging = compat.stdlib('logging')
         except ImportError:
-            return  # a target without it (a minimal Python) goes on unlogged
+            return  # a Python built without it goes on unlogged
         logging.getLogger(self.name).log(level, msg, *args,
                                          exc_info=exc_info)
