@@ -32,8 +32,7 @@ def _run_first_stage(python, stdin: bytes, blob_size: int):
 
 @pytest.mark.parametrize('version', ['2.7', '3.6', '3.13', 'master'])
 def test_first_stage_runs_blob_from_stdin(version: str) -> None:
-    python = sys.executable if version == 'master' else \
-        require_python(version)
+    python = require_python(version)
     expected = '%d.%d' % sys.version_info[:2] if version == 'master' \
         else version
     blob = zlib.compress(PAYLOAD)
@@ -57,8 +56,7 @@ def test_first_stage_carrying_runs_the_blob_from_its_argv(version: str
                                                           ) -> None:
     """The ssh and local form: core and BOOT are words of the command
     line; stdin is not read, and sys.argv is left as ['-c']."""
-    python = sys.executable if version == 'master' else \
-        require_python(version)
+    python = require_python(version)
     payload = (b"import os, sys\n"
                b"os.write(1, f + repr(sys.argv).encode('ascii'))\n")
     argv = spawn.boot_argv_carrying(python, zlib.compress(payload),

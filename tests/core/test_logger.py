@@ -21,10 +21,6 @@ UNWANTED = ['logging', 'base64']
 PY3_VERSIONS = ['3.6', '3.8', '3.11', '3.13', 'master']
 
 
-def python(version: str) -> str:
-    return sys.executable if version == 'master' else require_python(version)
-
-
 @pytest.fixture(autouse=True)
 def default_level() -> None:
     """Contexts start at the default level (WARNING), whatever pytest's
@@ -39,7 +35,7 @@ def default_level() -> None:
 @pytest.mark.parametrize('version', PY3_VERSIONS)
 def test_a_context_runs_calls_without_loading_logging(version: str) -> None:
     with plasmid.Router() as router:
-        ctx = router.local(python_path=python(version))
+        ctx = router.local(python_path=require_python(version))
         assert ctx.call(logger_fns.loaded, UNWANTED) == []
         # A failed call formats its traceback without logging too.
         with pytest.raises(plasmid.CallError, match='no logging here'):
@@ -61,7 +57,7 @@ def test_a_core_error_before_logging_is_loaded_reaches_the_master(
     """The core's own record loads logging, which routes to the master
     from then on, for the core's records and the program's alike."""
     with plasmid.Router() as router:
-        ctx = router.local(python_path=python(version), name='lazy')
+        ctx = router.local(python_path=require_python(version), name='lazy')
         ctx.call_no_reply(logger_fns.fail, 'unheard')
         ctx.call(logger_fns.warn_with_logging, 'later')
         assert records_of(caplog, 'lazy') == [

@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 DEFAULT_PYENV_ROOT = "/root/.pyenv"
 
@@ -50,9 +51,12 @@ def available_pythons() -> dict[str, str]:
 
 
 def require_python(version: str) -> str:
-    """Path of the interpreter for `version` ('3.8'), or skip the test."""
+    """Path of the interpreter for `version` ('3.8'; 'master': the one
+    running the tests), or skip the test."""
     import pytest  # only tests call this; keep the module importable without
 
+    if version == 'master':
+        return sys.executable
     exe = available_pythons().get(version)
     if exe is None:
         pytest.skip(f"Python {version} interpreter not found under {pyenv_root()}/versions")
