@@ -48,30 +48,9 @@ def bare(python: str) -> tuple[float, float, int]:
     return time.perf_counter() - start, float(out[0]), int(out[1])
 
 
-class Plasmid:
-    name = 'plasmid'
-
-    def __init__(self) -> None:
-        self.router = plasmid.Router()
-
-    def start(self, python: str) -> tuple[float, float, int]:
-        begin = time.perf_counter()
-        ctx = self.router.local(python_path=python)
-        cpu, modules = ctx.call(bench_fns.cpu_and_modules)
-        wall = time.perf_counter() - begin
-        ctx.shutdown()
-        return wall, cpu, modules
-
-    def close(self) -> None:
-        self.router.shutdown()
-
-
-class Mitogen:
-    name = 'mitogen'
-
-    def __init__(self) -> None:
-        self.broker = mitogen.master.Broker()
-        self.router = mitogen.master.Router(self.broker)
+class Peer:
+    """One tool's router; ``start`` is the same call in both tools' API."""
+    name = ''
 
     def start(self, python: str) -> tuple[float, float, int]:
         begin = time.perf_counter()
@@ -81,22 +60,40 @@ class Mitogen:
         ctx.shutdown(wait=True)
         return wall, cpu, modules
 
+
+class Plasmid(Peer):
+    name = 'plasmid'
+
+    def __init__(self) -> None:
+        self.router = plasmid.Router()
+
+    def close(self) -> None:
+        self.router.shutdown()
+
+
+class Mitogen(Peer):
+    name = 'mitogen'
+
+    def __init__(self) -> None:
+        self.broker = mitogen.master.Broker()
+        self.router = mitogen.master.Router(self.broker)
+
     def close(self) -> None:
         self.broker.shutdown()
         self.broker.join()
 
 
-def measure(python: str, reps: int, peers: list) -> dict:
+def measure(python: str, reps: int, peers: list[Peer]) -> dict:
     """{peer name: [(wall, cpu, modules), ...]}, 'bare' included; one
     untimed start of each first."""
-    samples: dict[str, list] = {'bare': []}
     runs = [('bare', lambda: bare(python))] + [
         (p.name, lambda p=p: p.start(python)) for p in peers]
+    samples: dict[str, list] = {name: [] for name, _ in runs}
     for _, run in runs:
         run()
     for rep in range(reps):
         for name, run in benchlib.rotated(runs, rep):
-            samples.setdefault(name, []).append(run())
+            samples[name].append(run())
     return samples
 
 
@@ -125,7 +122,7 @@ def main() -> None:
     print('# context start on the target -- %s' % benchlib.machine_line())
     print('peers: mitogen %s; %d reps after 1 warm-up, peers rotating; '
           'medians' % ('.'.join(map(str, mitogen.__version__)), args.reps))
-    peers = [Plasmid(), Mitogen()]
+    peers: list[Peer] = [Plasmid(), Mitogen()]
     table = []
     try:
         for name in args.pythons.split(','):
