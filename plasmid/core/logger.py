@@ -3,10 +3,11 @@
 ``import logging`` cost a context's start 5-10 ms of CPU, second only to
 compiling the core, most of it for what it imports in turn (re, enum,
 traceback).  The core logs only when something goes wrong, so a context
-that runs calls and imports nothing that needs ``logging`` never loads it.  A record
-below ``threshold`` (the context's log level, set by ``logs.install``)
-is dropped without loading it; once anything has loaded ``logging``,
-records go to the real logger of the same name, as before.
+that runs calls and imports nothing that needs ``logging`` never loads
+it.  A record below ``threshold`` (the context's log level, set by
+``logs.install``) is dropped without loading it; once anything has
+loaded ``logging``, records go to the real logger of the same name, as
+before.
 
 Python 2 imports ``logging`` and ``traceback`` with the core: see
 ``compat.stdlib``.
