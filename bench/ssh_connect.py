@@ -47,6 +47,10 @@ What is timed:
    each way (default 25 ms, i.e. 50 ms RTT), and a short round-trip sample.
    Extra time is reported in ms and in RTTs: (t - bare) / RTT.  Through
    the proxy, each tool's connect alone (no first call) is timed too.
+   plasmid's ``router.ssh()`` returns once the remote Python runs, and its
+   core boots while the first call travels (plasmid.master.booting);
+   Mitogen's returns once its context has booted: "connect alone" is the
+   time until each tool's call returns, not the same point of the start.
 """
 from __future__ import annotations
 

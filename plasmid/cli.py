@@ -73,11 +73,13 @@ def _start_hop(router: plasmid.Router, method: str, value: str,
 
 
 def _start_chain(router: plasmid.Router, args) -> list[tuple]:
-    """Start each hop; return (context, seconds to connect) per hop."""
+    """Start each hop; return (context, seconds to connect and boot) per
+    hop."""
     chain, via = [], None
     for method, value in args.hops or [('local', '')]:
         started = time.perf_counter()
         via = _start_hop(router, method, value, via, args)
+        via.info  # the start returns before the boot is over: wait for it
         chain.append((via, time.perf_counter() - started))
     return chain
 

@@ -165,14 +165,20 @@ def _prompt_pattern(method, spec):
     return re.compile(re.escape(custom))
 
 
-class Handshake(object):
-    """Drives one new process until its HELLO, answering prompts."""
+# What Handshake.run returns when told to stop at the ready marker.
+STARTED = 'started'
 
-    def __init__(self, proc, method, spec, payload):
+
+class Handshake(object):
+    """Drives one new process until its HELLO (or, *until_ready*, its
+    Python's ready marker), answering prompts."""
+
+    def __init__(self, proc, method, spec, payload, until_ready=False):
         self.proc = proc
         self.method = method
         self.spec = spec
         self.payload = payload
+        self.until_ready = until_ready
         self.to_write = b''  # the payload waits for the ready marker
         self.stdout = b''
         self.stderr = b''
@@ -223,13 +229,15 @@ class Handshake(object):
         return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
 
     def run(self, timeout):
-        """Drive the start until HELLO.  *timeout* bounds each of its two
-        stages afresh: the program's start up to the new Python's first
-        word (ssh's connection and login, a password prompt, the
-        interpreter's start), then the core's boot up to its answer.  A
-        machine too loaded to do both within one timeout still starts; one
-        that stalls in either fails within that stage's.  A program that
-        waits at a prompt we cannot answer fails sooner: see _unanswered."""
+        """Drive the start until HELLO, and return what it says; with
+        *until_ready*, only until the ready marker, and return STARTED.
+        *timeout* bounds each of the two stages afresh: the program's start
+        up to the new Python's first word (ssh's connection and login, a
+        password prompt, the interpreter's start), then the core's boot up
+        to its answer.  A machine too loaded to do both within one timeout
+        still starts; one that stalls in either fails within that stage's.
+        A program that waits at a prompt we cannot answer fails sooner:
+        see _unanswered."""
         deadline = time.time() + timeout
         booting = False
         while True:
@@ -374,6 +382,9 @@ class Handshake(object):
                 return None
             data = self.stdout[at + len(READY):]
             self.reader = FrameReader()
+            if self.until_ready:
+                self.reader.buffer += data  # HELLO's first bytes, maybe
+                return STARTED
             self.to_write += self.payload
         messages = self.reader.feed(data)
         if not messages:
@@ -385,25 +396,31 @@ class Handshake(object):
         return hello.value()
 
 
-def connect(router, spec, blob):
+def connect(router, spec, blob, watch_boot=None):
     """Start the context *spec* describes; return (stream, hello info).
 
     Runs in the calling thread and blocks until the context has booted
     or failed with :class:`ConnectError`.  A method that refuses to run
     without a terminal (sudo under ``requiretty``) is started once more
     with one.
+
+    With *watch_boot*, it returns as soon as the new Python is up, with
+    None for the info: the core boots there while the caller's first
+    messages travel, and ``watch_boot(stream)``, run on the loop before
+    the stream reads anything, sees its HELLO or its failure (see
+    plasmid.master.booting).
     """
     method = method_module(spec['method'])
     tty = method.TTY
     if tty is None:
         tty = method.wants_tty(spec)
     try:
-        return _connect(router, spec, blob, method, tty)
+        return _connect(router, spec, blob, method, tty, watch_boot)
     except ConnectError as exc:
         tty_required = getattr(method, 'tty_required', None)
         if tty or tty_required is None or not tty_required(exc.output):
             raise
-    return _connect(router, spec, blob, method, True)
+    return _connect(router, spec, blob, method, True, watch_boot)
 
 
 def boot_frame(router, spec):
@@ -419,7 +436,7 @@ def boot_frame(router, spec):
     }).to_bytes()
 
 
-def _connect(router, spec, blob, method, tty):
+def _connect(router, spec, blob, method, tty, watch_boot):
     boot = boot_frame(router, spec)
     if method.CORE_IN_ARGV:
         python = boot_argv_carrying(spec['python_path'], blob, boot)
@@ -428,7 +445,8 @@ def _connect(router, spec, blob, method, tty):
         python = boot_argv(spec['python_path'], len(blob))
         payload = blob + boot
     proc = Process(method.argv(spec, python), tty=tty)
-    handshake = Handshake(proc, method, spec, payload)
+    handshake = Handshake(proc, method, spec, payload,
+                          until_ready=watch_boot is not None)
     try:
         info = handshake.run(spec.get('connect_timeout') or 30.0)
     except BaseException:
@@ -443,6 +461,11 @@ def _connect(router, spec, blob, method, tty):
     # The stream owns and closes these fds now; closing them again later
     # (close_all) could close another thread's newly opened fds.
     proc.stdin = proc.stdout = None
+    if watch_boot is not None:
+        info = None  # HELLO comes on the stream, to watch_boot
+        if payload:
+            stream.send(payload)  # a core read from stdin: ahead of all
+        router.loop.defer(watch_boot, stream)
     router.add_child(stream, spec['context_id'])
     router.loop.defer(stream.start)
     if proc.stderr is not None:

@@ -116,6 +116,8 @@ class Future(object):
 class Context(object):
     """A handle to one remote interpreter."""
 
+    future_type = Future  # what call_async returns
+
     def __init__(self, router, context_id, name, via=None,
                  context_factory=None, info=None):
         self.router = router
@@ -156,7 +158,7 @@ class Context(object):
         except Exception:
             self.router.forget_reply(msg.reply_to)
             raise
-        return Future(self, latch, msg.reply_to)
+        return self.future_type(self, latch, msg.reply_to)
 
     def call(self, func, *args, **kwargs):
         """Run ``func(*args, **kwargs)`` remotely and return its result."""

@@ -49,11 +49,15 @@ class Stream(object):
         return 'Stream(%s)' % (self.name,)
 
     def start(self):
-        """Begin reading; must run on the loop thread (use loop.defer)."""
+        """Begin reading; must run on the loop thread (use loop.defer).
+        Whole messages already in the reader (read with the ready marker
+        or with BOOT) are delivered now: no more bytes may come for them."""
         if not self.closed:
             self.loop.add_reader(self.rfd, self.on_readable)
             if self.outbox:
                 self.loop.set_writer(self.wfd, self.on_writable)
+            if self.reader.buffer:
+                self._receive(b'')
 
     # ------------------------------------------------------------ input
 
@@ -95,6 +99,9 @@ class Stream(object):
             self._end_of_input()
             return
         self.bytes_in += len(data)
+        self._receive(data)
+
+    def _receive(self, data):
         try:
             messages = self.reader.feed(data)
         except ProtocolError as exc:

@@ -22,8 +22,9 @@ from plasmid.core.context import Context
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
-from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, LOG_RECORD,
+from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
                                  SHUTDOWN, Router as CoreRouter)
+from plasmid.master.booting import Boot, BootingFuture
 from plasmid.master.bootstrap import build_blob
 from plasmid.master.modules import ModuleResponder
 
@@ -74,13 +75,35 @@ def longest_start_of(spec: dict) -> float:
 class MasterContext(Context):
     """A context started by this master."""
 
+    future_type = BootingFuture
+
     def __init__(self, master: "Router", context_id: int, name: str,
-                 via: Optional["MasterContext"], info: dict,
-                 stream=None) -> None:
+                 via: Optional["MasterContext"], info: Optional[dict],
+                 stream=None, boot: Optional[Boot] = None) -> None:
+        # A direct child's boot may still be going on (see booting.py).
+        self.boot = boot
         super().__init__(master.core, context_id, name, via,
                          master.context_for, info)
         self.master = master
         self.stream = stream  # our own link, for direct children only
+
+    @property
+    def info(self) -> dict:
+        """What the context said when it booted: pid, version (a list),
+        executable; waits for a boot still going on, and raises its
+        ConnectError if it failed."""
+        if not self._info and self.boot is not None:
+            self._info = self.boot.wait()
+        return self._info
+
+    @info.setter
+    def info(self, value: dict) -> None:
+        self._info = value
+
+    def call_no_reply(self, func: Any, *args: Any, **kwargs: Any) -> None:
+        if self.boot is not None and self.boot.error is not None:
+            raise self.boot.error
+        super().call_no_reply(func, *args, **kwargs)
 
     def _before_call(self, module: str) -> None:
         """The called function's module goes ahead of the call to the
@@ -121,6 +144,8 @@ class Router:
         self.core = CoreRouter(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
         self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
+        self.core.add_handler(HELLO, self._on_hello, FROM_CHILD)
+        self.boots: dict[int, Boot] = {}  # direct children still booting
         self.contexts: dict[int, MasterContext] = {}
         self.streams: list = []       # links to our direct children
         self.ids = itertools.count(1)
@@ -280,13 +305,28 @@ class Router:
         return '%s.%d' % (module.default_name(spec), context_id)
 
     def _start_direct(self, spec: dict) -> MasterContext:
-        stream, info = spawn.connect(self.core, spec, build_blob())
+        """Start a child of the master; it returns once the child's Python
+        is up, and the core boots while the first calls travel."""
+        context_id = spec['context_id']
+        boot = Boot(self.loop, spec['name'], spec['connect_timeout'] or 30.0)
+        self.boots[context_id] = boot  # before its HELLO can come
+        try:
+            stream, _ = spawn.connect(self.core, spec, build_blob(),
+                                      watch_boot=boot.watch)
+        except BaseException:
+            del self.boots[context_id]
+            raise
         with self.lock:
             self.streams.append(stream)
-        context = MasterContext(self, spec['context_id'], spec['name'],
-                                None, info, stream)
-        self.contexts[context.context_id] = context
+        context = MasterContext(self, context_id, spec['name'], None, None,
+                                stream, boot)
+        self.contexts[context_id] = context
         return context
+
+    def _on_hello(self, msg: Message) -> None:
+        boot = self.boots.pop(msg.src, None)
+        if boot is not None:
+            boot.on_hello(msg.value())
 
     def _start_via(self, spec: dict, via: MasterContext) -> MasterContext:
         new_id = spec['context_id']
@@ -367,10 +407,14 @@ class Router:
                     self.streams.remove(stream)
 
     def _sweep(self) -> None:
-        """Reap direct children that have exited, without blocking."""
+        """Reap direct children that have exited, without blocking; forget
+        the boots that failed."""
         for stream in list(self.streams):
             if stream.closed:
                 self._release(stream)
+        for context_id, boot in list(self.boots.items()):
+            if boot.error is not None:
+                self.boots.pop(context_id, None)
 
     def shutdown(self, timeout: Optional[float] = None) -> None:
         """Stop every context, wait for them, and free every resource."""

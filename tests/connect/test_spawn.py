@@ -182,7 +182,9 @@ def test_timeout_message_names_the_timeout() -> None:
 def test_each_stage_of_a_start_has_the_whole_timeout() -> None:
     """A start slow to reach its Python (ssh on a loaded machine) and slow
     to boot it still starts, as long as neither stage alone takes longer
-    than connect_timeout; a stage that stalls fails within it."""
+    than connect_timeout; a stage that stalls fails within it: the first
+    in the method that starts it, the boot (which goes on after the method
+    has returned) in its first call."""
     with plasmid.Router() as router:
         slow = router.local(connect_timeout=1.5, python_path=interposed(
             sys.executable, start=0.9, answer=0.9))
@@ -192,9 +194,10 @@ def test_each_stage_of_a_start_has_the_whole_timeout() -> None:
             router.local(connect_timeout=1,
                          python_path=interposed(sys.executable, start=-1))
         assert 'no answer within 1s' in str(info.value)
+        stalled = router.local(connect_timeout=1, python_path=interposed(
+            sys.executable, answer=-1))
         with pytest.raises(plasmid.ConnectError) as info:
-            router.local(connect_timeout=1,
-                         python_path=interposed(sys.executable, answer=-1))
+            stalled.call(os.getpid)
         assert 'the Python started but did not boot within 1s' in \
             str(info.value)
         assert time.monotonic() - start < 10
@@ -374,6 +377,20 @@ def test_silence_after_an_answered_prompt_is_the_python_starting(
         ctx = router.su(su_path=fake_su, password='secret',
                         prompt_timeout=0.5, python_path=sys.executable)
         assert ctx.call(os.getpid) != os.getpid()
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6', 'master'])
+def test_a_call_sent_as_the_core_is_read_from_stdin_is_answered(
+        fake_su, version) -> None:
+    """su's Python reads its core on stdin once it is up, and the start
+    returns then: the first call is in the pipe before the core reads
+    BOOT, and comes in the same read.  It is answered (it waits in the
+    reader until the stream starts), not left there."""
+    with plasmid.Router() as router:
+        ctx = router.su(su_path=fake_su, password='secret',
+                        python_path=require_python(version))
+        assert ctx.call_async(os.getpid).result(timeout=30) == \
+            ctx.info['pid']
 
 
 @pytest.mark.parametrize('bad', [0, -1, 'ten', True])

@@ -5,7 +5,9 @@
 
 - its start, *start* seconds (ssh or sudo slow to reach it);
 - what it says after plasmid's ready marker (the core's HELLO), *answer*
-  seconds (a slow boot);
+  seconds (a slow boot); or, given a path, until that file exists; or,
+  given 'exit', for ever: it writes "the boot broke" on stderr, kills the
+  interpreter and exits 1 (a boot that fails once the Python is up);
 - its stdin until it has answered, with *stdin_held*: ssh forwards a remote
   command's stdin only once that command runs, about a round trip after it
   sent the command, and this is that delay taken to its end.  A boot that
@@ -17,10 +19,15 @@ from __future__ import annotations
 
 INTERPOSED = r'''
 import os, subprocess, sys, threading, time
-def hold(seconds):
+def hold(what):
+    try:
+        seconds = float(what)
+    except ValueError:
+        while not os.path.exists(what):
+            time.sleep(0.01)
+        return
     time.sleep(3600 if seconds < 0 else seconds)
-start, answer, stdin_held = float(sys.argv[1]), float(sys.argv[2]), \
-    sys.argv[3] == '1'
+start, answer, stdin_held = sys.argv[1], sys.argv[2], sys.argv[3] == '1'
 hold(start)
 child = subprocess.Popen(sys.argv[4:], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, bufsize=0)
@@ -47,6 +54,10 @@ while True:
             ready = True
             cut = at + len(marker) - (len(seen) - len(data))
             os.write(1, data[:cut])
+            if answer == 'exit':
+                child.kill()
+                sys.stderr.write('the boot broke\n')
+                sys.exit(1)
             hold(answer)
             data = data[cut:]
     if ready and data:
@@ -55,7 +66,7 @@ while True:
 '''
 
 
-def interposed(python: str, start: float = 0, answer: float = 0,
+def interposed(python: str, start: float = 0, answer: float | str = 0,
                stdin_held: bool = False, wrapper: str = '') -> list[str]:
     """A python_path running *python* behind the wrapper, which itself
     runs on *wrapper* (default: *python*)."""
