@@ -124,6 +124,15 @@ def _shell_quote(word):
     return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
+def start_failed(name, reason, said, ended):
+    """The ConnectError of the context *name*'s start: *reason*, then what
+    its program *said* on stderr, its lines joined into one."""
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    if lines:
+        reason += ': ' + ' '.join(lines)
+    return ConnectError('%s: %s' % (name, reason), said, ended)
+
+
 def password_refused(error):
     """Whether *error* (a ConnectError) says the program asked again for
     the password it was given."""
@@ -195,11 +204,7 @@ class Handshake(object):
 
     def fail(self, reason, ended=False):
         self.proc.kill()
-        said = self._stderr_said()
-        lines = [line.strip() for line in said.splitlines() if line.strip()]
-        if lines:
-            reason += ': ' + ' '.join(lines)
-        raise ConnectError('%s: %s' % (self.spec['name'], reason), said,
+        raise start_failed(self.spec['name'], reason, self._stderr_said(),
                            ended)
 
     def _exit_reason(self):
@@ -254,7 +259,10 @@ class Handshake(object):
             rlist, wlist = wait_for(list(self.open), wlist, remaining)
             if wlist:
                 self._write()
-            for fd in rlist:
+            # stdout first: what the program writes on stderr after its
+            # ready marker belongs to the stream's ErrorOutput (the last
+            # words of a boot that fails), not to a handshake that ends.
+            for fd in sorted(rlist, key=lambda fd: fd != self.proc.stdout):
                 hello = self._read(fd)
                 if hello is not None:
                     return hello

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from plasmid.connect import spawn
 from plasmid.core.context import Future
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.loop import Latch
@@ -81,11 +82,8 @@ class Boot:
         reason = 'the Python started but did not boot'
         if self.overdue:
             reason += ' within %gs' % self.timeout
-        lines = [line.strip() for line in said.splitlines() if line.strip()]
-        if lines:
-            reason += ': ' + ' '.join(lines)
-        self.error = ConnectError('%s: %s' % (self.name, reason), said,
-                                  not self.overdue)
+        self.error = spawn.start_failed(self.name, reason, said,
+                                        not self.overdue)
         self.hello.set(error=self.error)
 
 

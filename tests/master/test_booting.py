@@ -58,6 +58,7 @@ def test_a_boot_that_fails_is_a_connect_error_of_calls_and_info() -> None:
                 attempt()
             assert str(again.value) == said
         assert not broken.is_alive()
+        broken.stream.process.popen.wait(timeout=10)  # the next start reaps
         assert router.local().call(os.getpid) != os.getpid()  # sweeps
         assert broken.stream not in router.streams
         assert broken.context_id not in router.boots
