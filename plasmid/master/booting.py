@@ -38,10 +38,14 @@ class Boot:
         self.name = name
         self.timeout = timeout
         self.hello = Latch(loop)   # the HELLO info, or the ConnectError
-        self.error: Optional[ConnectError] = None
         self.stream = None
         self.timer = None
         self.overdue = False
+
+    @property
+    def error(self) -> Optional[ConnectError]:
+        """Why the boot failed; None while it goes on, or once it worked."""
+        return self.hello.error
 
     def watch(self, stream) -> None:
         """Loop thread, before the stream reads: hear of its end first."""
@@ -82,9 +86,8 @@ class Boot:
         reason = 'the Python started but did not boot'
         if self.overdue:
             reason += ' within %gs' % self.timeout
-        self.error = spawn.start_failed(self.name, reason, said,
-                                        not self.overdue)
-        self.hello.set(error=self.error)
+        self.hello.set(error=spawn.start_failed(self.name, reason, said,
+                                                not self.overdue))
 
 
 class BootingFuture(Future):
