@@ -124,6 +124,11 @@ def _shell_quote(word):
     return "'" + word.replace("'", "'\"'\"'") + "'"
 
 
+def connect_timeout(spec):
+    """Seconds each stage of the start *spec* describes may take."""
+    return spec.get('connect_timeout') or 30.0
+
+
 def start_failed(name, reason, said, ended):
     """The ConnectError of the context *name*'s start: *reason*, then what
     its program *said* on stderr, its lines joined into one."""
@@ -456,7 +461,7 @@ def _connect(router, spec, blob, method, tty, watch_boot):
     handshake = Handshake(proc, method, spec, payload,
                           until_ready=watch_boot is not None)
     try:
-        info = handshake.run(spec.get('connect_timeout') or 30.0)
+        info = handshake.run(connect_timeout(spec))
     except BaseException:
         proc.close_all()
         reap(proc, 1.0)

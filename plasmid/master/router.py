@@ -69,7 +69,7 @@ def longest_start_of(spec: dict) -> float:
     """How long a start may take: each of its stages may take the whole
     connect_timeout (spawn.Handshake.run), and a sudo under requiretty
     is started a second time, on a terminal."""
-    return spawn.START_STAGES * 2 * (spec.get('connect_timeout') or 30.0)
+    return spawn.START_STAGES * 2 * spawn.connect_timeout(spec)
 
 
 class MasterContext(Context):
@@ -308,7 +308,7 @@ class Router:
         """Start a child of the master; it returns once the child's Python
         is up, and the core boots while the first calls travel."""
         context_id = spec['context_id']
-        boot = Boot(self.loop, spec['name'], spec['connect_timeout'] or 30.0)
+        boot = Boot(self.loop, spec['name'], spawn.connect_timeout(spec))
         self.boots[context_id] = boot  # before its HELLO can come
         try:
             stream, _ = spawn.connect(self.core, spec, build_blob(),
