@@ -6,13 +6,20 @@ import builtins
 import os
 import resource
 import socket
+import subprocess
+import sys
 import threading
 from typing import Iterator
 
 import pytest
 
+from plasmid.core import loop as loop_module
 from plasmid.core.errors import ContextLost, TimeoutError
 from plasmid.core.loop import Latch, Loop, wait_for
+from testbed.pythons import require_python
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir,
+                                    os.pardir))
 
 
 @pytest.fixture
@@ -268,3 +275,124 @@ def test_wait_for_hands_back_what_it_was_given(pipe: tuple[int, int]) -> None:
     finally:
         left.close()
         right.close()
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The timeouts of the loop's waits that may sleep (not its spins)."""
+    seen: list = []
+    poll_once = loop_module._poll_once
+
+    def counting(poller: object, timeout: float | None) -> list:
+        if timeout != 0:
+            seen.append(timeout)
+        return poll_once(poller, timeout)
+    monkeypatch.setattr(loop_module, '_poll_once', counting)
+    monkeypatch.setattr(loop_module, 'SPIN_PAYS', True)
+    return seen
+
+
+def test_a_wait_that_ends_soon_has_the_next_one_spin_instead_of_sleeping(
+        loop: Loop, pipe: tuple[int, int], sleeps: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop_module, 'SPIN_AFTER', 60.0)  # any wait is soon
+    r, w = pipe
+    got: list = []
+    loop.add_reader(r, lambda: got.append(os.read(r, 10)))
+    os.write(w, b'a')
+    loop.run_once(5)  # not spinning yet: a wait that may sleep
+    assert (got, sleeps, loop.spinning) == ([b'a'], [5], True)
+    for byte in (b'b', b'c'):
+        os.write(w, byte)
+        loop.run_once(5)  # the spin finds the byte: no sleeping wait
+    assert (got, sleeps) == ([b'a', b'b', b'c'], [5])
+
+
+def test_a_long_wait_stops_the_spinning(
+        loop: Loop, pipe: tuple[int, int], sleeps: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loop_module, 'SPIN_AFTER', 0.01)
+    monkeypatch.setattr(loop_module, 'SPIN_SECONDS', 0.001)
+    r, w = pipe
+    loop.add_reader(r, lambda: os.read(r, 10))
+    loop.spinning = True
+    loop.run_once(0.05)  # nothing comes: a spin, then a 50 ms sleep
+    assert (sleeps, loop.spinning) == ([0.05], False)
+    os.write(w, b'a')
+    loop.run_once(5)
+    assert sleeps == [0.05, 5]
+
+
+def test_after_a_spin_that_found_nothing_the_next_waits_sleep_at_once(
+        loop: Loop, pipe: tuple[int, int], sleeps: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A relay between two processes sees a call's reply soon, the next
+    # call late: spinning for the late one would only take CPU.
+    monkeypatch.setattr(loop_module, 'SPIN_AFTER', 60.0)
+    monkeypatch.setattr(loop_module, 'SPIN_SECONDS', 0.001)
+    monkeypatch.setattr(loop_module, 'SPIN_SKIP', 3)
+    r, w = pipe
+    loop.add_reader(r, lambda: os.read(r, 10))
+    loop.spinning = True
+    threading.Timer(0.05, os.write, (w, b'a')).start()
+    loop.run_once(5)  # the spin misses, the wait sleeps
+    assert (sleeps, loop.skip_spins) == ([5], 3)
+    for _ in range(3):
+        os.write(w, b'a')
+        loop.run_once(5)  # spinning, yet sleeping at once
+    assert (len(sleeps), loop.skip_spins, loop.spinning) == (4, 0, True)
+    os.write(w, b'a')
+    loop.run_once(5)  # spins again and finds the byte
+    assert len(sleeps) == 4
+
+
+def test_a_wait_shorter_than_a_spin_does_not_spin(
+        loop: Loop, sleeps: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    spins: list = []
+    monkeypatch.setattr(loop, '_spin', spins.append)
+    loop.spinning = True
+    loop.run_once(0)
+    loop.spinning = True
+    loop.run_once(loop_module.SPIN_SECONDS / 2)
+    assert spins == []
+
+
+def test_with_one_cpu_the_loop_never_spins(
+        loop: Loop, pipe: tuple[int, int], sleeps: list,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A spin there would only keep the CPU from the peer it waits for.
+    monkeypatch.setattr(loop_module, 'SPIN_PAYS', False)
+    monkeypatch.setattr(loop_module, 'SPIN_AFTER', 60.0)
+    r, w = pipe
+    loop.add_reader(r, lambda: os.read(r, 10))
+    for _ in range(3):
+        os.write(w, b'a')
+        loop.run_once(5)
+    assert (sleeps, loop.spinning) == ([5, 5, 5], False)
+
+
+SPIN_PAYS_SCRIPT = (
+    'import os, sys\n'
+    'if hasattr(os, "sched_setaffinity"):\n'
+    '    os.sched_setaffinity(0, [int(sys.argv[1])])\n'
+    'from plasmid.core import loop\n'
+    'print(loop.SPIN_PAYS)\n')
+
+
+@pytest.mark.parametrize('python', ['2.7', 'master'])
+def test_spinning_pays_only_with_more_than_one_cpu_to_run_on(
+        python: str) -> None:
+    executable = require_python(python) if python != 'master' \
+        else sys.executable
+    pays = []
+    for cpu in os.sched_getaffinity(0):
+        proc = subprocess.run(
+            [executable, '-c', SPIN_PAYS_SCRIPT, str(cpu)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+            env={'PYTHONPATH': REPO, 'PATH': os.defpath})
+        assert proc.returncode == 0, proc.stderr.decode()
+        pays.append(proc.stdout.strip())
+    # Python 2 cannot read its CPUs (no sched_getaffinity): never spins.
+    assert pays == [b'False'] * len(pays)
+    if python == 'master' and len(os.sched_getaffinity(0)) > 1:
+        assert loop_module.SPIN_PAYS is True
