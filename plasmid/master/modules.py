@@ -238,8 +238,12 @@ class ModuleGraph:
         last; names they reach that the master cannot serve).
 
         Branch imports are followed only where the master took the branch
-        itself (the module is loaded here); if the master has imported
-        *root*, every dependency must be loaded here too.
+        itself (the module is loaded here).  If the master has imported
+        *root*, a dependency must be loaded here too, or be one that a
+        loaded module tried at its top level and failed to import (an
+        optional dependency in ``try``/``except ImportError``): the
+        target tries it as well, so it goes ahead with the negative
+        answers for what it lacks, but not its own unloaded dependencies.
         """
         loaded_only = root in sys.modules
         order: list[str] = []
@@ -266,7 +270,7 @@ class ModuleGraph:
             absent.extend(self.stdlib_probes(missing))
         deps = edges.required + [d for d in edges.optional
                                  if d in sys.modules]
-        if loaded_only:
+        if loaded_only and name not in sys.modules:
             deps = [d for d in deps if d in sys.modules]
         return iter(deps)
 

@@ -317,6 +317,26 @@ TREE = {
     'imptree/data/nested/deeper.txt': "deeper\n",
 }
 
+# A package whose optional dependency, served by the master, fails to
+# import for lack of its own (like requests trying urllib3.contrib.socks
+# without PySocks installed).
+TRY_TREE = {
+    'imptry/__init__.py': """
+        try:
+            from . import extra
+        except ImportError:
+            extra = None
+        from . import base
+        """,
+    'imptry/base.py': "VALUE = 1\n",
+    'imptry/extra.py': """
+        import imptry_missing_dependency
+        from . import never_reached
+        """,
+    'imptry/never_reached.py': "VALUE = 2\n",
+}
+
+
 # What importing imptree runs, on Python 3 / Python 2 targets.
 TREE_COMMON = ['imptree', 'imptree.cond', 'imptree.core', 'imptree.cyc_a',
                'imptree.cyc_b', 'imptree.helpers', 'imptree.lazy',

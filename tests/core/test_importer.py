@@ -118,6 +118,31 @@ def test_tree_the_master_has_imported_costs_one_request(
     assert stats['bytes_received'] > packed
 
 
+def test_an_optional_dependency_that_failed_on_the_master_costs_no_request(
+        router: plasmid.Router, tmp_path) -> None:
+    # requests tries urllib3.contrib.socks, which fails without PySocks:
+    # the master sends it, and the negative answer for what it lacks, with
+    # the package, instead of waiting for the target to ask twice.
+    root = str(tmp_path / 'trytree')
+    import_fns.write_tree(root, import_fns.TRY_TREE)
+    with on_master_path(root, 'imptry'):
+        import imptry  # noqa: F401
+        ctx = router.local()
+        assert ctx.call(import_fns.try_import, 'imptry') is None
+        assert ctx.call(import_fns.loaded_modules, 'imptry') == [
+            'imptry', 'imptry.base']
+        stats = ctx.call(importer.stats)
+    assert requests_about(stats, 'imptry') == [['imptry']]
+    assert requests_about(stats, 'imptry_missing_dependency') == []
+    sent = {m for (cid, m) in router.responder.messages_sent
+            if cid == ctx.context_id}
+    # imptry.extra ran (and failed), as on the master; the module it
+    # would import after that did not cross the link.
+    assert {'imptry', 'imptry.base', 'imptry.extra'} <= sent
+    assert 'imptry.never_reached' not in sent
+    assert stats['never_imported'] == []
+
+
 def test_tree_the_master_never_imported(router: plasmid.Router,
                                         tree: str) -> None:
     # Without the master's own run, a branch import is not certain: the

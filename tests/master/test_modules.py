@@ -165,6 +165,22 @@ def test_closure_before_and_after_the_master_imports(finder: ModuleFinder,
     assert set(order) == set(import_fns.TREE_IMPORTED_PY3)
 
 
+def test_a_failed_optional_import_of_the_master_goes_ahead_alone(
+        finder: ModuleFinder, tmp_path) -> None:
+    root = str(tmp_path / 'trytree')
+    import_fns.write_tree(root, import_fns.TRY_TREE)
+    with on_master_path(root, 'imptry'):
+        import imptry
+        assert imptry.extra is None  # it failed here: no dependency
+        assert 'imptry.extra' not in sys.modules
+        order, absent = ModuleGraph(finder).closure('imptry')
+    # The target will try imptry.extra too: it goes with the answer, and
+    # the name it lacks with the negative answers; what it would import
+    # after that failure does not.
+    assert order == ['imptry.extra', 'imptry.base', 'imptry']
+    assert 'imptry_missing_dependency' in absent
+
+
 def test_closure_of_a_submodule_starts_at_its_package(
         finder: ModuleFinder, tree: str) -> None:
     order, _ = ModuleGraph(finder).closure('imptree.sub.deep.deepmod')
