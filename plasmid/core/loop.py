@@ -223,7 +223,7 @@ class Loop(object):
     def _poll(self, timeout):
         started = time.time()
         if self.spinning and (timeout is None or timeout > SPIN_SECONDS):
-            events = self._spin(started + SPIN_SECONDS)
+            events = self._spin(started)
             if events:
                 return events
         events = _poll_once(self.poller, timeout)
@@ -232,8 +232,9 @@ class Loop(object):
         self.spinning = SPIN_PAYS and time.time() - started < SPIN_AFTER
         return events
 
-    def _spin(self, until):
-        """Poll without sleeping until *until*.  A process asleep in
+    def _spin(self, start):
+        """Poll without sleeping for SPIN_SECONDS from *start* (and not
+        longer should the clock be set back).  A process asleep in
         poll() is woken by the kernel, on another CPU often by an
         inter-processor interrupt: tens of microseconds on a virtual
         machine, more than a local call costs otherwise.  After a spin
@@ -243,7 +244,7 @@ class Loop(object):
         if self.skip_spins:
             self.skip_spins -= 1
             return []
-        while time.time() < until:
+        while start <= time.time() < start + SPIN_SECONDS:
             events = _poll_once(self.poller, 0)
             if events:
                 return events

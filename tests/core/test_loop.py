@@ -346,6 +346,32 @@ def test_after_a_spin_that_found_nothing_the_next_waits_sleep_at_once(
     assert len(sleeps) == 4
 
 
+class ClockSetBack:
+    """A clock set back by 10 s at every reading; it gives up (instead of
+    letting a test spin for ever) after 1000 readings."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.readings = 0
+
+    def time(self) -> float:
+        self.readings += 1
+        assert self.readings < 1000, 'still spinning'
+        self.now -= 10
+        return self.now
+
+
+def test_a_clock_set_back_ends_a_spin(
+        loop: Loop, sleeps: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = ClockSetBack()
+    monkeypatch.setattr(loop_module, 'time', clock)
+    loop.spinning = True
+    loop.run_once(0.01)  # the spin ends at its first look at the clock
+    assert sleeps == [0.01]
+    assert clock.readings < 10
+    assert loop.skip_spins == loop_module.SPIN_SKIP
+
+
 def test_a_wait_shorter_than_a_spin_does_not_spin(
         loop: Loop, sleeps: list, monkeypatch: pytest.MonkeyPatch) -> None:
     spins: list = []
