@@ -33,7 +33,7 @@ import struct
 import sys
 
 from plasmid.core import dispatch
-from plasmid.core.loop import wait_for
+from plasmid.core.waiting import wait_for
 
 LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')

@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 
-from plasmid.core.loop import wait_for
+from plasmid.core.waiting import wait_for
 
 
 class WorkerGone(Exception):

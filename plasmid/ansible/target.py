@@ -30,7 +30,7 @@ import zlib
 
 from plasmid.ansible import forks, vfork, warm
 from plasmid.core import resources
-from plasmid.core.loop import wait_for
+from plasmid.core.waiting import wait_for
 
 _ZIPS = {}  # digest -> ZipModules
 _HELD = {}  # token -> (stdout, stderr) of a result too large for one message

@@ -28,7 +28,8 @@ import zlib
 
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
-from plasmid.core.loop import set_nonblocking, wait_for
+from plasmid.core.loop import set_nonblocking
+from plasmid.core.waiting import wait_for
 from plasmid.core.router import BOOT, HELLO
 from plasmid.core.stream import Stream
 from plasmid.connect.process import Process

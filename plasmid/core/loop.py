@@ -24,11 +24,10 @@ import time
 from plasmid.core import compat
 from plasmid.core.errors import TimeoutError
 
-_READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
-_WRITE = select.POLLOUT
-_NVAL = select.POLLNVAL
-_READABLE = _READ | _NVAL
-_WRITABLE = _WRITE | select.POLLERR | select.POLLHUP | _NVAL
+READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
+WRITE = select.POLLOUT
+NVAL = select.POLLNVAL
+READABLE = READ | NVAL
 
 
 # Spinning only helps when the peer runs on another CPU meanwhile.
@@ -63,7 +62,7 @@ class Loop(object):
             set_nonblocking(fd)
             set_cloexec(fd)
         self.readers[self.wake_r] = self._drain_waker
-        self.poller.register(self.wake_r, _READ)
+        self.poller.register(self.wake_r, READ)
 
     # ------------------------------------------------------- any thread
 
@@ -191,9 +190,9 @@ class Loop(object):
     def _update(self, fd):
         mask = 0
         if fd in self.readers:
-            mask |= _READ
+            mask |= READ
         if fd in self.writers:
-            mask |= _WRITE
+            mask |= WRITE
         if mask:
             self.poller.register(fd, mask)
         else:
@@ -226,7 +225,7 @@ class Loop(object):
             events = self._spin(started)
             if events:
                 return events
-        events = _poll_once(self.poller, timeout)
+        events = poll_once(self.poller, timeout)
         # Spin before the next wait only while waits end soon: replies
         # follow requests closely.
         self.spinning = SPIN_PAYS and time.time() - started < SPIN_AFTER
@@ -245,25 +244,25 @@ class Loop(object):
             self.skip_spins -= 1
             return []
         while start <= time.time() < start + SPIN_SECONDS:
-            events = _poll_once(self.poller, 0)
+            events = poll_once(self.poller, 0)
             if events:
                 return events
         self.skip_spins = SPIN_SKIP
         return []
 
     def _dispatch(self, fd, event):
-        if event & _READABLE:
+        if event & READABLE:
             callback = self.readers.get(fd)
             if callback is not None:
                 callback()
-                if event & _NVAL:
+                if event & NVAL:
                     self.remove_fd(fd)
                 return
-        if event & _WRITE:
+        if event & WRITE:
             callback = self.writers.get(fd)
             if callback is not None:
                 callback()
-        elif event & _NVAL:
+        elif event & NVAL:
             self.remove_fd(fd)
 
     def _run_timers(self):
@@ -394,44 +393,7 @@ else:
         return lock.acquire(True, -1 if timeout is None else timeout)
 
 
-def wait_for(readers, writers=(), timeout=None):
-    """Wait up to *timeout* seconds (None: for ever) until some of
-    *readers* can be read (or are at their end) or some of *writers* can
-    be written; return the two lists of those ready, as given (descriptors
-    or objects with ``fileno()``).
-
-    The blocking waits outside the loop go through here: poll(), unlike
-    select(), takes descriptors above 1023, which a master or broker with
-    hundreds of contexts has.
-    """
-    reading = dict((_fd_of(item), item) for item in readers)
-    writing = dict((_fd_of(item), item) for item in writers)
-    poller = select.poll()
-    for fd in set(reading) | set(writing):
-        poller.register(fd, (fd in reading and _READ or 0) |
-                        (fd in writing and _WRITE or 0))
-    deadline = None if timeout is None else time.time() + timeout
-    while True:
-        left = None if deadline is None else max(0.0, deadline - time.time())
-        events = _poll_once(poller, left)
-        if events or left == 0.0:
-            break  # [] before the deadline: a signal interrupted the wait
-    ready_r, ready_w = [], []
-    for fd, event in events:
-        if fd in reading and event & _READABLE:
-            ready_r.append(reading[fd])
-        # A pipe whose reader has gone reports an error: writing then
-        # fails at once instead of blocking, which is what callers ask.
-        if fd in writing and event & _WRITABLE:
-            ready_w.append(writing[fd])
-    return ready_r, ready_w
-
-
-def _fd_of(item):
-    return item if isinstance(item, compat.int_types) else item.fileno()
-
-
-def _poll_once(poller, timeout):
+def poll_once(poller, timeout):
     """*poller*'s events within *timeout* seconds (None: for ever); [] if
     it timed out or a signal interrupted it (Python 2 raises EINTR)."""
     ms = None if timeout is None else int(timeout * 1000 + 0.999)

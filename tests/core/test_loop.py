@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import builtins
 import os
-import resource
-import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +13,7 @@ import pytest
 
 from plasmid.core import loop as loop_module
 from plasmid.core.errors import ContextLost, TimeoutError
-from plasmid.core.loop import Latch, Loop, wait_for
+from plasmid.core.loop import Latch, Loop
 from testbed.pythons import require_python
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir,
@@ -27,17 +25,6 @@ def loop() -> Iterator[Loop]:
     loop = Loop()
     yield loop
     loop.close()
-
-
-@pytest.fixture
-def pipe() -> Iterator[tuple[int, int]]:
-    r, w = os.pipe()
-    yield r, w
-    for fd in (r, w):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
 
 
 def test_deferred_calls_run_in_order_on_the_next_iteration(
@@ -224,70 +211,16 @@ def test_dedicated_thread_mode(loop: Loop) -> None:
 
 
 @pytest.fixture
-def high_pipe() -> Iterator[tuple[int, int]]:
-    """A pipe whose two ends are numbered above 1023, where select() gives
-    up, as a master with hundreds of contexts has them."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 1600:
-        pytest.skip('the hard limit on open files (%d) is too low' % hard)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1600), hard))
-    r, w = os.pipe()
-    high = (1500, 1501)
-    for fd, to in zip((r, w), high):
-        os.dup2(fd, to)
-        os.close(fd)
-    yield high
-    for fd in high:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def test_wait_for_takes_descriptors_above_1023(
-        high_pipe: tuple[int, int]) -> None:
-    r, w = high_pipe
-    assert wait_for([r], [], 0.05) == ([], [])  # nothing to read yet
-    assert wait_for([r], [w], 5) == ([], [w])   # room to write
-    os.write(w, b'x')
-    assert wait_for([r], [], 5) == ([r], [])
-    assert os.read(r, 1) == b'x'
-    os.close(w)
-    assert wait_for([r], [], 5) == ([r], [])    # the end: read gives b''
-    assert os.read(r, 1) == b''
-
-
-def test_wait_for_hands_back_what_it_was_given(pipe: tuple[int, int]) -> None:
-    r, w = pipe
-    left, right = socket.socketpair()
-    try:
-        right.sendall(b'x')
-        ready_r, ready_w = wait_for([left, r], [w, right], 5)
-        assert ready_r == [left]
-        assert ready_r[0] is left
-        assert len(ready_w) == 2 and w in ready_w and right in ready_w
-        os.close(r)
-        # A pipe whose reader has gone is "ready": writing fails at once.
-        assert wait_for([], [w], 5) == ([], [w])
-        with pytest.raises(BrokenPipeError):
-            os.write(w, b'x')
-    finally:
-        left.close()
-        right.close()
-
-
-@pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list:
     """The timeouts of the loop's waits that may sleep (not its spins)."""
     seen: list = []
-    poll_once = loop_module._poll_once
+    poll_once = loop_module.poll_once
 
     def counting(poller: object, timeout: float | None) -> list:
         if timeout != 0:
             seen.append(timeout)
         return poll_once(poller, timeout)
-    monkeypatch.setattr(loop_module, '_poll_once', counting)
+    monkeypatch.setattr(loop_module, 'poll_once', counting)
     monkeypatch.setattr(loop_module, 'SPIN_PAYS', True)
     return seen
 
