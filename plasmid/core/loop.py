@@ -35,7 +35,7 @@ try:
     SPIN_PAYS = len(os.sched_getaffinity(0)) > 1
 except AttributeError:  # Python 2 (and not Linux): never spin
     SPIN_PAYS = False
-SPIN_SECONDS = 0.00005  # a local call's round trip is ~20 us when spun
+SPIN_SECONDS = 0.00005  # a local peer answers within it (a spun call: ~20 us)
 SPIN_AFTER = 0.0001  # a wait shorter than this keeps the loop spinning
 SPIN_SKIP = 50  # waits that sleep at once after a spin found nothing
 
