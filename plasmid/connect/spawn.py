@@ -29,9 +29,9 @@ import zlib
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking
-from plasmid.core.waiting import wait_for
 from plasmid.core.router import BOOT, HELLO
 from plasmid.core.stream import Stream
+from plasmid.core.waiting import wait_for
 from plasmid.connect.process import Process
 
 READY_WORD = 'PLASMID-READY'

@@ -7,8 +7,6 @@ received, modules received but never imported.  Nothing here is timed.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
 import importlib.util
 import os
 import platform
@@ -20,6 +18,7 @@ from typing import Iterator
 import pytest
 
 import import_fns
+from master_path import on_master_path
 import plasmid
 from plasmid.core import importer
 from plasmid.core.router import GET_MODULE, LOAD_MODULE
@@ -29,22 +28,6 @@ from testbed.pythons import require_python
 # installed for the master only, so this target must fetch them.
 BARE = [sys.executable, '-S']
 FNS = import_fns.__name__
-
-
-@contextlib.contextmanager
-def on_master_path(root: str, *packages: str) -> Iterator[str]:
-    """Put *root* on the master's sys.path; undo it, and forget the
-    modules of *packages* the master imported, afterwards."""
-    sys.path.insert(0, root)
-    importlib.invalidate_caches()
-    try:
-        yield root
-    finally:
-        sys.path.remove(root)
-        sys.path_importer_cache.pop(root, None)
-        for name in list(sys.modules):
-            if name.partition('.')[0] in packages:
-                del sys.modules[name]
 
 
 @pytest.fixture

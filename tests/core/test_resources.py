@@ -3,8 +3,6 @@
 never from outside the package."""
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import sys
 from typing import Iterator
@@ -12,25 +10,12 @@ from typing import Iterator
 import pytest
 
 import import_fns
+from master_path import on_master_path
 import plasmid
 from testbed.pythons import require_python
 
 BARE = [sys.executable, '-S']
 GREETING = b'hello from imptree\n'
-
-
-@contextlib.contextmanager
-def on_master_path(root: str, *packages: str) -> Iterator[str]:
-    sys.path.insert(0, root)
-    importlib.invalidate_caches()
-    try:
-        yield root
-    finally:
-        sys.path.remove(root)
-        sys.path_importer_cache.pop(root, None)
-        for name in list(sys.modules):
-            if name.partition('.')[0] in packages:
-                del sys.modules[name]
 
 
 @pytest.fixture

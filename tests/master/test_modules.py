@@ -2,8 +2,6 @@
 (ModuleGraph), and which package data it hands out (ModuleResponder)."""
 from __future__ import annotations
 
-import contextlib
-import importlib
 import logging
 import os
 import sys
@@ -19,23 +17,10 @@ if _CORE_TESTS not in sys.path:
     sys.path.insert(0, _CORE_TESTS)
 
 import import_fns  # noqa: E402
+from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
 from plasmid.master import bootstrap  # noqa: E402
 from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
-
-
-@contextlib.contextmanager
-def on_master_path(root: str, *packages: str) -> Iterator[str]:
-    sys.path.insert(0, root)
-    importlib.invalidate_caches()
-    try:
-        yield root
-    finally:
-        sys.path.remove(root)
-        sys.path_importer_cache.pop(root, None)
-        for name in list(sys.modules):
-            if name.partition('.')[0] in packages:
-                del sys.modules[name]
 
 
 @pytest.fixture
