@@ -14,6 +14,8 @@ from __future__ import annotations
 from ansible.plugins.callback import CallbackBase
 from ansible.plugins.loader import connection_loader
 
+from plasmid.ansible import listing_cache
+
 CONNECTION = 'plasmid.accel.ssh'
 
 
@@ -35,3 +37,6 @@ class CallbackModule(CallbackBase):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         preload_connection()
+        # ansible-playbook lists every connection plugin directory per
+        # task and host (get_vars); workers inherit what is kept.
+        listing_cache.install()

@@ -15,6 +15,11 @@ Two per-task costs of ansible-core that no connection plugin can remove:
   one imported ``plasmid.accel.ssh`` and parsed its documentation afresh.
   Loaded here once, every worker finds it.
 
+With all tasks in one process, what ansible-core's plugin loader lists
+anew on every task's path (the module package, to resolve a module's
+name) is worth keeping: ``listing_cache`` keeps it while the directory is
+unchanged.
+
 With threads, it also starts the run's broker as soon as the strategy is
 made, while ansible-core prepares the first task, instead of on that
 task's path.
@@ -41,7 +46,7 @@ from ansible.plugins.strategy.host_pinned import \
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
 from ansible.utils.display import Display
 
-from plasmid.ansible import client, threadworker
+from plasmid.ansible import client, listing_cache, threadworker
 from plasmid.ansible.preload import preload_connection
 
 WORKERS_ENV = 'PLASMID_ANSIBLE_WORKERS'
@@ -96,6 +101,7 @@ class ThreadedTasks:
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         preload_connection()
+        listing_cache.install()
         self._threaded = use_threads(self.plasmid_name)
         if self._threaded:
             # Not with forked workers: one forked while the starting thread
