@@ -39,6 +39,7 @@ import contextlib
 import os
 from typing import Iterator
 
+from ansible.executor.process import worker as worker_module
 from ansible.plugins import strategy as strategy_base
 from ansible.plugins.strategy.free import StrategyModule as FreeStrategy
 from ansible.plugins.strategy.host_pinned import \
@@ -73,13 +74,16 @@ def use_threads(name: str) -> bool:
 @contextlib.contextmanager
 def _workers_as_threads() -> Iterator[None]:
     """The base strategy's _queue_task builds a WorkerProcess by its
-    module-global name: point that name at ThreadWorker while we queue."""
-    saved = strategy_base.WorkerProcess
+    module-global name, and WorkerProcess its queue for prompts: point
+    those names at ThreadWorker and InProcessQueue while we queue (on the
+    main thread, the only one that makes workers)."""
+    saved = strategy_base.WorkerProcess, worker_module.WorkerQueue
     strategy_base.WorkerProcess = threadworker.ThreadWorker
+    worker_module.WorkerQueue = threadworker.InProcessQueue
     try:
         yield
     finally:
-        strategy_base.WorkerProcess = saved
+        strategy_base.WorkerProcess, worker_module.WorkerQueue = saved
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ import contextvars
 import functools
 import inspect
 import os
+import queue
 import sys
 import threading
 import traceback
@@ -72,6 +73,18 @@ def executor_shape() -> Optional[str]:
 def supported() -> bool:
     return executor_shape() is not None and \
         hasattr(PluginLoader, '_load_module_source')
+
+
+class InProcessQueue(queue.Queue):
+    """A ThreadWorker's ``worker_queue`` in place of ansible-core's
+    ``WorkerQueue``, a multiprocessing queue (a pipe and named semaphores,
+    a dozen system calls) made for every task.  It carries the answers to
+    a forked worker's prompts; a task on a thread of ansible-playbook
+    prompts directly (its display has no final queue), so it stays empty,
+    and would carry them as well if one came."""
+
+    def __init__(self, ctx: Any = None) -> None:
+        super().__init__()
 
 
 _PLUGIN_LOAD_LOCK = threading.RLock()

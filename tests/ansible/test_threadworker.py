@@ -53,6 +53,33 @@ def test_each_release_has_a_known_task_executor_shape(ansible_bin):
     assert found['wrapped'] and found['wrapped_once'], found
 
 
+# While the strategy queues a threaded task, WorkerProcess.__init__ finds
+# the in-process queue under the name it looks up; afterwards the name is
+# ansible-core's again.
+WORKER_QUEUE = """
+import json
+from ansible.executor.process import worker
+from plasmid.ansible import strategy, threadworker
+original = worker.WorkerQueue
+with strategy._workers_as_threads():
+    made = worker.WorkerQueue(ctx=None)
+    made.put('answer')
+print(json.dumps({
+    'looked_up_by_init': 'WorkerQueue' in
+        worker.WorkerProcess.__init__.__code__.co_names,
+    'in_process': isinstance(made, threadworker.InProcessQueue),
+    'carries': made.get(timeout=1) == 'answer',
+    'restored': worker.WorkerQueue is original,
+}))
+"""
+
+
+def test_threaded_workers_get_an_in_process_queue(ansible_bin):
+    found = json.loads(run_probe(ansible_bin, WORKER_QUEUE))
+    assert found == {'looked_up_by_init': True, 'in_process': True,
+                     'carries': True, 'restored': True}, found
+
+
 def test_an_unknown_shape_is_not_supported(ansible_bin):
     assert run_probe(ansible_bin, FOREIGN_SHAPE).split() == ['None', 'False']
 
