@@ -36,7 +36,7 @@ import glob as real_glob
 import os
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ansible.plugins import loader as plugin_loader
 from ansible.utils.display import Display
@@ -60,7 +60,7 @@ class CachedGlob:
     """The parts of the ``glob`` module the loader uses, answering repeated
     patterns from kept listings; anything else is the real module's."""
 
-    def __init__(self, now=time.time) -> None:
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
         self._now = now
         self._kept: Dict[str, Tuple[Stamp, List[Any]]] = {}
         self._lock = threading.Lock()
