@@ -67,6 +67,13 @@ mitogen_free, the -strategy peers on plasmid.accel.free.
 Order: one untimed warm-up per peer, then --reps repetitions; in each,
 every scenario runs once per peer, the order of the peers rotating.
 Tables show medians and min-max over the repetitions.
+
+--timeline also enables a callback (timeline_plugins/bench_timeline.py)
+that stamps every task and host event, and prints where each peer's
+rounds go (bench/ansible/timeline.py): the first round, which includes the
+connections, then the later rounds' length, the strategy's queueing (from
+a round's start to its last host's start) and the tail (from there to the
+last host's answer).
 """
 from __future__ import annotations
 
@@ -96,11 +103,15 @@ from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
 from testbed import accounts  # noqa: E402
 from testbed.procs import descendants  # noqa: E402
 
+sys.path.insert(0, HERE)
+import timeline  # noqa: E402
+
 BENCH_USER = 'plasmid-ansible'
 SUDOERS_PATH = '/etc/sudoers.d/plasmid-ansible'
 PLAYBOOKS = os.path.join(HERE, 'playbooks')
 RELAY = os.path.join(HERE, 'relay.py')
 FLOOR_PLUGINS = os.path.join(HERE, 'floor_plugins')
+TIMELINE_PLUGINS = os.path.join(HERE, 'timeline_plugins')
 REAP = os.path.join(HERE, 'reap.py')
 REMOTE_PYTHON = '/usr/bin/python3'
 PEERS = ('vanilla', 'mitogen', 'plasmid', 'plasmid-preload',
@@ -453,6 +464,7 @@ class Result:
     received: int
     target_cpu: float
     error: Optional[str] = None
+    timeline: Optional[timeline.Timeline] = None
 
 
 class Bench:
@@ -484,8 +496,12 @@ class Bench:
             os.makedirs(os.path.join(run_dir, sub), exist_ok=True)
         log = os.path.join(run_dir, 'ansible.log')
         result_file = os.path.join(run_dir, 'result.json')
+        extra = dict(self.extra_env)
+        stamps = os.path.join(run_dir, 'timeline.txt')
+        if self.args.timeline:
+            extra.update(with_timeline(extra, stamps))
         env = peer_env(peer, self.venv(peer), self.mitogen_strategy, run_dir,
-                       scenario.forks, self.extra_env, self.args.strategy)
+                       scenario.forks, extra, self.args.strategy)
         argv = [os.path.join(self.venv(peer), 'bin', 'ansible-playbook'),
                 '-i', self.inventories[scenario.rtt],
                 os.path.join(PLAYBOOKS, scenario.playbook),
@@ -526,7 +542,21 @@ class Bench:
             print(tail, file=sys.stderr)
         return Result(got['wall'], got['user'] + got['sys'],
                       sent1 - sent0, received1 - received0,
-                      target1 - target0, error)
+                      target1 - target0, error,
+                      timeline.summarize(stamps) if self.args.timeline
+                      and error is None else None)
+
+
+def with_timeline(extra: dict[str, str], stamps: str) -> dict[str, str]:
+    """The environment that adds the bench_timeline callback, writing
+    to *stamps*, to what *extra* enables."""
+    def joined(key: str, value: str, sep: str) -> str:
+        return sep.join(filter(None, [extra.get(key), value]))
+    return {'ANSIBLE_CALLBACK_PLUGINS': joined(
+                'ANSIBLE_CALLBACK_PLUGINS', TIMELINE_PLUGINS, os.pathsep),
+            'ANSIBLE_CALLBACKS_ENABLED': joined(
+                'ANSIBLE_CALLBACKS_ENABLED', 'bench_timeline', ','),
+            'PLASMID_BENCH_TIMELINE': stamps}
 
 
 # ----------------------------------------------------------------- output
@@ -599,7 +629,25 @@ def report(scenario: Scenario, results: dict[str, list[Result]],
             verdicts += _verdicts(scenario, ours, med)
     for line in verdicts:
         print('target: ' + line)
+    report_timelines(results)
     return verdicts
+
+
+def report_timelines(results: dict[str, list[Result]]) -> None:
+    """With --timeline: each peer's rounds, medians over its runs."""
+    rows = []
+    for peer, runs in results.items():
+        lines = [r.timeline for r in runs if r.timeline is not None]
+        if not lines:
+            continue
+        rows.append([peer, str(len(lines)), str(lines[0].rounds)] + [
+            '%.3f' % benchlib.median([getattr(t, field) for t in lines])
+            for field in ('first_round', 'later_round', 'queueing', 'tail')])
+    if rows:
+        print()
+        print(benchlib.table(
+            ['peer', 'runs', 'rounds', 'first round s', 'later round s',
+             'queueing s', 'tail s'], rows))
 
 
 def _verdicts(scenario: Scenario, ours: str, med: dict) -> list[str]:
@@ -688,6 +736,9 @@ def main() -> None:
                         metavar='KEY=VALUE', help='extra environment for '
                         'ansible-playbook, e.g. ANSIBLE_CALLBACKS_ENABLED='
                         'junit for per-task times (repeatable)')
+    parser.add_argument('--timeline', action='store_true',
+                        help='stamp every task and host event and show '
+                        'where each peer\'s rounds go')
     parser.add_argument('--ansible-arg', action='append', default=[],
                         metavar='ARG', help='extra ansible-playbook argument, '
                         'e.g. -vvv (repeatable)')
