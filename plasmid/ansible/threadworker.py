@@ -211,14 +211,18 @@ def _report_job_vars_stdin(worker: ThreadWorker, exc: BaseException) -> None:
         task_fields=worker._task.dump_attrs())
 
 
-# ansible-core 2.19 and 2.20: results go as a _RawTaskResult.
+# ansible-core 2.19 and 2.20: results go as a _RawTaskResult; the worker
+# runs in an ambient TaskContext of the task, which lookups ask for
+# (``with_first_found`` fails outside one).
 def _run_raw_result(worker: ThreadWorker) -> None:
+    from ansible._internal import _task
     from ansible.executor.task_result import _RawTaskResult
-    result = _executor(worker, worker._host, worker._task, worker._task_vars,
-                       worker._play_context).run()
-    worker._final_q.send_task_result(_RawTaskResult(
-        host=worker._host, task=worker._task, return_data=result,
-        task_fields=worker._task.dump_attrs()))
+    with _task.TaskContext(worker._task):
+        result = _executor(worker, worker._host, worker._task,
+                           worker._task_vars, worker._play_context).run()
+        worker._final_q.send_task_result(_RawTaskResult(
+            host=worker._host, task=worker._task, return_data=result,
+            task_fields=worker._task.dump_attrs()))
 
 
 def _report_raw_result(worker: ThreadWorker, exc: BaseException) -> None:

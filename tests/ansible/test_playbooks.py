@@ -266,6 +266,10 @@ THREADED_HOSTS = """
         TAG: "{{ tag }}"
     - name: included per host
       include_tasks: included.yml
+    - name: a lookup that asks for its task
+      debug: msg={{ item }}
+      with_first_found:
+        - included.yml
     - name: delegated to the controller
       command: echo {{ tag }}
       delegate_to: localhost
@@ -319,6 +323,13 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
     grouped = [r['host'] for r in ours.results
                if r['task'] == 'the group of one tag']
     assert grouped == ['t2'], grouped
+    # with_first_found reads the running task from ansible-core's ambient
+    # TaskContext (2.19+): a thread must run in one, as a worker does.
+    found = {r['host']: [i['msg'] for i in r['result']['results']]
+             for r in ours.results
+             if r['task'] == 'a lookup that asks for its task'}
+    assert found == {h: [str(tmp_path / 'included.yml')] for h in hosts}, \
+        found
 
 
 FAILURES = """
