@@ -189,6 +189,22 @@ def _executor(worker: ThreadWorker, *leading: Any) -> TaskExecutor:
                         worker._final_q, worker._variable_manager)
 
 
+# A result the final queue refuses (one that will not pickle) is replaced by
+# a failure that says so, as ansible-core's worker replaces it: the task
+# fails instead of the strategy waiting for ever.
+_SEND_FAILED = 'Task result omitted due to queue send failure.'
+
+
+def _send_failure(cause: Exception) -> Exception:
+    """The error ansible-core's worker raises for a refused result (2.19+),
+    chained to *cause*, whose message it then shows."""
+    from ansible.errors import AnsibleError
+    try:
+        raise AnsibleError(_SEND_FAILED) from cause
+    except AnsibleError as wrapper:
+        return wrapper
+
+
 # ansible-core 2.18: TaskExecutor takes the task, its vars and a stdin;
 # results go as (host name, task uuid, dict, task fields).
 def _run_job_vars_stdin(worker: ThreadWorker) -> None:
@@ -198,9 +214,15 @@ def _run_job_vars_stdin(worker: ThreadWorker) -> None:
                            sys.stdin).run()
     except AnsibleConnectionFailure:
         result = {'unreachable': True}
-    worker._final_q.send_task_result(
-        worker._host.name, worker._task._uuid, result,
-        task_fields=worker._task.dump_attrs())
+    try:
+        worker._final_q.send_task_result(
+            worker._host.name, worker._task._uuid, result,
+            task_fields=worker._task.dump_attrs())
+    except Exception as exc:  # 2.18's worker sends the error, no fields
+        worker._final_q.send_task_result(
+            worker._host.name, worker._task._uuid,
+            {'failed': True, 'msg': '%s' % exc,
+             'exception': traceback.format_exc()}, {})
 
 
 def _report_job_vars_stdin(worker: ThreadWorker, exc: BaseException) -> None:
@@ -220,9 +242,12 @@ def _run_raw_result(worker: ThreadWorker) -> None:
     with _task.TaskContext(worker._task):
         result = _executor(worker, worker._host, worker._task,
                            worker._task_vars, worker._play_context).run()
-        worker._final_q.send_task_result(_RawTaskResult(
-            host=worker._host, task=worker._task, return_data=result,
-            task_fields=worker._task.dump_attrs()))
+        try:
+            worker._final_q.send_task_result(_RawTaskResult(
+                host=worker._host, task=worker._task, return_data=result,
+                task_fields=worker._task.dump_attrs()))
+        except Exception as exc:
+            _report_raw_result(worker, _send_failure(exc))
 
 
 def _report_raw_result(worker: ThreadWorker, exc: BaseException) -> None:
@@ -235,7 +260,8 @@ def _report_raw_result(worker: ThreadWorker, exc: BaseException) -> None:
 
 
 # ansible-core 2.21 and later: the task and its vars come from an ambient
-# TaskContext; the result is a UnifiedTaskResult.
+# TaskContext, which the worker holds until its result is sent; the result
+# is a UnifiedTaskResult.
 def _run_task_context(worker: ThreadWorker) -> None:
     from ansible._internal import _task
     with _task.TaskContext.create(task=worker._task,
@@ -245,9 +271,28 @@ def _run_task_context(worker: ThreadWorker) -> None:
         outcome = _executor(worker, worker._host,
                             worker._play_context).run()
         outcome.finalize_registered_values()
-    worker._task.ignore_errors = outcome.ignore_errors
-    worker._task.ignore_unreachable = outcome.ignore_unreachable
-    worker._final_q.send_task_result(worker._host, worker._task, outcome)
+        worker._task.ignore_errors = outcome.ignore_errors
+        worker._task.ignore_unreachable = outcome.ignore_unreachable
+        try:
+            worker._final_q.send_task_result(worker._host, worker._task,
+                                             outcome)
+        except Exception as exc:
+            _send_refused_task_context(worker, exc)
+
+
+def _send_refused_task_context(worker: ThreadWorker, exc: Exception) -> None:
+    """As 2.21's worker does: the failure, for a host and a task made
+    afresh (what could not be sent may hang on the real ones)."""
+    from ansible._internal import _task
+    from ansible.inventory.host import Host
+    from ansible.playbook.task import Task
+    task = Task()
+    task._uuid = worker._task._uuid
+    outcome = _task.UnifiedTaskResult.create_from_action_exception(
+        _send_failure(exc))
+    outcome.finalize_registered_values()
+    worker._final_q.send_task_result(Host(name=worker._host.name), task,
+                                     outcome)
 
 
 def _report_task_context(worker: ThreadWorker, exc: BaseException) -> None:

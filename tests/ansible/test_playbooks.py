@@ -332,6 +332,54 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
         found
 
 
+
+UNPICKLABLE = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a result that will not pickle
+      unpicklable_result:
+      ignore_errors: true
+      register: refused
+    - name: what became of it
+      debug: msg={{ refused.msg }}
+"""
+
+UNPICKLABLE_ACTION = """
+from ansible.plugins.action import ActionBase
+
+
+class NotPicklable:
+    def __getstate__(self):
+        raise Exception('this result does not pickle')
+
+
+class ActionModule(ActionBase):
+    def run(self, tmp=None, task_vars=None):
+        return {'kept': NotPicklable()}
+"""
+
+
+def test_a_result_that_will_not_pickle_fails_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible-core's worker replaces a result its queue refuses with a
+    failure that names the reason (2.19+: "Task result omitted due to
+    queue send failure: ..."); a task thread must send that same one, not
+    an error of its own, and never leave the strategy waiting."""
+    plugins = tmp_path / 'action_plugins'
+    plugins.mkdir()
+    (plugins / 'unpicklable_result.py').write_text(UNPICKLABLE_ACTION)
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, UNPICKLABLE, inv, False)
+    shown = [r['result']['msg'] for r in vanilla.results
+             if r['task'] == 'what became of it']
+    assert len(shown) == 1 and 'this result does not pickle' in shown[0], \
+        vanilla.output
+    threaded = run_playbook(ansible_bin, tmp_path, UNPICKLABLE, inv, True,
+                            STRATEGY)
+    assert_same(vanilla, threaded)
+
+
 FAILURES = """
 - hosts: targets
   gather_facts: false
