@@ -282,7 +282,7 @@ def _run_task_context(worker: ThreadWorker) -> None:
 
 def _send_refused_task_context(worker: ThreadWorker, exc: Exception) -> None:
     """As 2.21's worker does: the failure, for a host and a task made
-    afresh (what could not be sent may hang on the real ones)."""
+    afresh (the real ones may hold what would not pickle)."""
     from ansible._internal import _task
     from ansible.inventory.host import Host
     from ansible.playbook.task import Task
