@@ -332,7 +332,6 @@ def test_threaded_tasks_on_several_hosts_match_vanilla(
         found
 
 
-
 UNPICKLABLE = """
 - hosts: targets
   gather_facts: false
