@@ -532,7 +532,11 @@ def _own_session():
     """As sshd gives each command a session of its own: and the command's
     children can be stopped together (_kill).  sshd's commands start with
     SIGXFSZ ignored (a write past ``ulimit -f`` fails with EFBIG instead
-    of killing the writer); Python's subprocess set it back to default."""
+    of killing the writer); Python's subprocess set it back to default.
+    Their other signals start at their defaults, whatever this context
+    inherited: one started under ``nohup`` would otherwise hand SIGHUP
+    ignored on to its commands, and what a command leaves in the
+    background on a terminal would outlive it."""
     _default_signals()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     os.setsid()
@@ -547,7 +551,8 @@ def _new_session():
 
 
 def _default_signals():
-    for signum in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM,
+                   signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import time
 import zlib
 
@@ -247,16 +248,25 @@ def test_a_module_reads_its_payload_as_package_data(version):
             'is_dir': True, 'absent': 'FileNotFoundError'}
 
 
-@pytest.mark.parametrize('version', ['2.7', '3.13'])
-def test_a_sudo_job_leaves_its_background_running(version, tmp_path):
+@pytest.mark.parametrize('version, hangup', [
+    ('2.7', signal.SIG_DFL), ('3.13', signal.SIG_DFL),
+    ('3.13', signal.SIG_IGN)], ids=['2.7', '3.13', 'under-nohup'])
+def test_a_sudo_job_leaves_its_background_running(version, hangup,
+                                                  tmp_path):
     """On a terminal, a command's shell leads the session, as under
     ``ssh -tt``: what it left in the background gets SIGHUP when it ends.
     Run as a job (what sudo's use_pty does), it does not: a reboot
-    command that backgrounds its work must outlive the command."""
+    command that backgrounds its work must outlive the command.  A
+    context that inherited SIGHUP ignored (started under ``nohup``) still
+    starts its commands with it at its default, as sshd does."""
     script = '(sleep 1; echo %s > %s) >/dev/null 2>&1 &'
     leader, job = tmp_path / 'leader', tmp_path / 'job'
     with plasmid.Router() as router:
-        ctx = router.local(python_path=require_python(version))
+        was = signal.signal(signal.SIGHUP, hangup)
+        try:  # a disposition the context inherits through exec
+            ctx = router.local(python_path=require_python(version))
+        finally:
+            signal.signal(signal.SIGHUP, was)
 
         def on_tty(command, *as_job):
             # Python 2's output travels as native strings: text here.
