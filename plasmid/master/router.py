@@ -65,6 +65,39 @@ def _checked_timeout(seconds: Any) -> Optional[float]:
     return float(seconds)
 
 
+def _checked_container(container: Any) -> str:
+    """A container name or id, refused where the engine's client would
+    read it as an option, or as nothing at all."""
+    if not isinstance(container, str) or not container.strip() or \
+            container.startswith('-'):
+        raise ValueError('container must be a container name or id, not %r'
+                         % (container,))
+    return container
+
+
+def _checked_pid(pid: Any) -> int:
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise ValueError('pid must be a positive integer, not %r' % (pid,))
+    return pid
+
+
+# What nsenter can enter, by its option names.
+NAMESPACES = ('mount', 'uts', 'ipc', 'net', 'pid', 'cgroup', 'user', 'time')
+
+
+def _checked_namespaces(namespaces: Any) -> Optional[list[str]]:
+    """None (every namespace the target does not share with us) or a
+    non-empty selection of NAMESPACES."""
+    if namespaces is None:
+        return None
+    if isinstance(namespaces, str) or not isinstance(
+            namespaces, (list, tuple, set, frozenset)) or not namespaces or \
+            not all(n in NAMESPACES for n in namespaces):
+        raise ValueError('namespaces must be None (all of them) or some of '
+                         '%s, not %r' % (', '.join(NAMESPACES), namespaces))
+    return sorted(namespaces, key=NAMESPACES.index)
+
+
 def longest_start_of(spec: dict) -> float:
     """How long a start may take: each of its stages may take the whole
     connect_timeout (spawn.Handshake.run), and a sudo under requiretty
@@ -268,6 +301,71 @@ class Router:
                            doas_args=list(doas_args or []),
                            doas_path=doas_path,
                            prompt_timeout=_checked_timeout(prompt_timeout))
+
+    def docker(self, container: str, username: Optional[str] = None,
+               via: Optional[MasterContext] = None,
+               python_path: PythonPath = None,
+               exec_args: Optional[Sequence[str]] = None,
+               docker_path: Optional[str] = None, name: Optional[str] = None,
+               connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python inside the running *container* through ``docker
+        exec``, here or on *via*: as *username* (``--user``: a name or
+        uid[:gid] the container knows) or the container's own user.
+        *python_path* is an interpreter of the container's (default
+        ``python3`` on its PATH); *exec_args* go to ``docker exec`` before
+        the container (``-e``, ``-w``, ``--privileged``)."""
+        return self._start_in_container('docker', container, username, via,
+                                        python_path, exec_args, name,
+                                        connect_timeout,
+                                        docker_path=docker_path)
+
+    def podman(self, container: str, username: Optional[str] = None,
+               via: Optional[MasterContext] = None,
+               python_path: PythonPath = None,
+               exec_args: Optional[Sequence[str]] = None,
+               podman_path: Optional[str] = None, name: Optional[str] = None,
+               connect_timeout: float = 30.0) -> MasterContext:
+        """As :meth:`docker`, through ``podman exec``."""
+        return self._start_in_container('podman', container, username, via,
+                                        python_path, exec_args, name,
+                                        connect_timeout,
+                                        podman_path=podman_path)
+
+    def _start_in_container(self, method: str, container: str,
+                            username: Optional[str],
+                            via: Optional[MasterContext],
+                            python_path: PythonPath,
+                            exec_args: Optional[Sequence[str]],
+                            name: Optional[str], connect_timeout: float,
+                            **client: Any) -> MasterContext:
+        # The container's interpreter has nothing to do with ours, nor
+        # with via's: python3 on the container's PATH unless told.
+        return self._start(method, via, name, connect_timeout,
+                           container=_checked_container(container),
+                           username=username,
+                           python_path=self._python(python_path or 'python3',
+                                                    via),
+                           exec_args=list(exec_args or []), **client)
+
+    def setns(self, pid: int, via: Optional[MasterContext] = None,
+              python_path: PythonPath = None,
+              namespaces: Optional[Sequence[str]] = None,
+              nsenter_path: Optional[str] = None, name: Optional[str] = None,
+              connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python inside the namespaces of process *pid* (a
+        container's first process, say) on this machine or *via*'s,
+        through util-linux's ``nsenter``; needs root (or CAP_SYS_ADMIN)
+        there.  *namespaces*: None enters every one the process does not
+        share with its parent context (``nsenter --all``), or name some of
+        mount, uts, ipc, net, pid, cgroup, user, time.  The root directory
+        is the process's, so *python_path* (default ``python3``) is looked
+        up in its filesystem."""
+        return self._start('setns', via, name, connect_timeout,
+                           pid=_checked_pid(pid),
+                           namespaces=_checked_namespaces(namespaces),
+                           python_path=self._python(python_path or 'python3',
+                                                    via),
+                           nsenter_path=nsenter_path)
 
     @staticmethod
     def _python(python_path: PythonPath,

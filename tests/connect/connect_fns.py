@@ -167,3 +167,17 @@ def output_of(argv):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = proc.communicate()[0]
     return out.decode('utf-8', 'replace')
+
+
+def network_interfaces():
+    """The names of the network interfaces of this process's network
+    namespace (/proc/self/net follows it, where /sys/class/net shows the
+    namespace of whoever mounted /sys)."""
+    with open('/proc/self/net/dev') as handle:
+        lines = handle.read().splitlines()[2:]
+    return sorted(line.split(':')[0].strip() for line in lines)
+
+
+def in_a_container():
+    """Whether podman's marker file is here: the container's filesystem."""
+    return os.path.exists('/run/.containerenv')

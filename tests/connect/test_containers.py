@@ -1,0 +1,111 @@
+"""Contexts inside a running container: podman's and docker's exec.
+
+The container (tests/testbed/containers.py) is a minimal Debian with its
+own python3, started by podman; the docker client reaches it through
+podman's Docker API, as no Docker engine runs on this machine kind.
+"""
+from __future__ import annotations
+
+import shutil
+from typing import Iterator
+
+import pytest
+
+import connect_fns
+import plasmid
+from testbed import containers
+from testbed.pythons import require_python
+
+
+@pytest.fixture(scope='module')
+def container() -> Iterator[str]:
+    reason = containers.unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.container() as name:
+        yield name
+
+
+@pytest.fixture(scope='module')
+def docker_host(container) -> Iterator[str]:
+    if shutil.which('docker') is None:
+        pytest.skip('no docker client on this machine')
+    with containers.docker_api() as host:
+        yield host
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def interpreters_in(container: str) -> list[str]:
+    return [line for line in containers.command_lines(container)
+            if 'python' in line]
+
+
+def test_a_podman_context_runs_in_the_container(router, container) -> None:
+    ctx = router.podman(container=container)
+    assert ctx.call(connect_fns.in_a_container) is True
+    assert ctx.call(connect_fns.getuid) == 0
+    assert ctx.call(connect_fns.network_interfaces) == ['lo']  # --network none
+    assert ctx.name.startswith('podman.%s.' % container)
+    assert len(interpreters_in(container)) == 1
+
+
+def test_a_podman_context_runs_as_the_user_named(router, container) -> None:
+    ctx = router.podman(container=container, username='nobody')
+    assert ctx.call(connect_fns.getuid) == 65534
+
+
+def test_a_container_context_ends_with_its_router(container) -> None:
+    with plasmid.Router() as router:
+        ctx = router.podman(container=container)
+        ctx.call(connect_fns.getpid)
+        assert interpreters_in(container)
+    # podman exec does not signal what it started: the context saw its
+    # stdin end when the client went, and left.
+    assert interpreters_in(container) == []
+
+
+def test_a_container_context_through_an_intermediary(router,
+                                                     container) -> None:
+    """The method runs in the intermediary, here a Python 2.7 one."""
+    middle = router.local(python_path=require_python('2.7'))
+    ctx = router.podman(container=container, via=middle)
+    assert ctx.call(connect_fns.in_a_container) is True
+    assert middle.call(connect_fns.in_a_container) is False
+
+
+def test_no_such_container_is_a_connect_error(router, container) -> None:
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.podman(container=container + '-absent', connect_timeout=20)
+    assert 'no such container' in str(info.value).lower()
+
+
+def test_no_python_in_the_container_is_a_connect_error(router,
+                                                       container) -> None:
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.podman(container=container, python_path='/usr/bin/python9',
+                      connect_timeout=20)
+    assert "no Python at '/usr/bin/python9'" in str(info.value)
+
+
+def test_a_docker_context_runs_in_the_container(router, container,
+                                                docker_host,
+                                                monkeypatch) -> None:
+    monkeypatch.setenv('DOCKER_HOST', docker_host)
+    ctx = router.docker(container=container, username='nobody')
+    assert ctx.call(connect_fns.in_a_container) is True
+    assert ctx.call(connect_fns.getuid) == 65534
+    assert ctx.name.startswith('docker.%s.' % container)
+
+
+@pytest.mark.parametrize('method', ['docker', 'podman'])
+@pytest.mark.parametrize('container', ['', '   ', '-x', None, 3])
+def test_a_container_that_is_no_name_is_refused(router, method,
+                                                container) -> None:
+    with pytest.raises(ValueError, match='container must be'):
+        getattr(router, method)(container=container)
+    assert router.streams == []
