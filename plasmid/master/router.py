@@ -331,6 +331,22 @@ class Router:
                                         connect_timeout,
                                         podman_path=podman_path)
 
+    def lxc(self, container: str, via: Optional[MasterContext] = None,
+            python_path: PythonPath = None,
+            attach_args: Optional[Sequence[str]] = None,
+            lxc_attach_path: Optional[str] = None, name: Optional[str] = None,
+            connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python inside the running LXC *container* through
+        ``lxc-attach --clear-env``, here or on *via*, as the container's
+        root; *attach_args* go to lxc-attach (``--uid``, ``--keep-env``).
+        *python_path*: as for :meth:`docker`."""
+        return self._start('lxc', via, name, connect_timeout,
+                           container=_checked_container(container),
+                           python_path=self._python(python_path or 'python3',
+                                                    via),
+                           attach_args=list(attach_args or []),
+                           lxc_attach_path=lxc_attach_path)
+
     def _start_in_container(self, method: str, container: str,
                             username: Optional[str],
                             via: Optional[MasterContext],

@@ -181,3 +181,7 @@ def network_interfaces():
 def in_a_container():
     """Whether podman's marker file is here: the container's filesystem."""
     return os.path.exists('/run/.containerenv')
+
+
+def getenv(name):
+    return os.environ.get(name)

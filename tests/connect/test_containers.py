@@ -1,8 +1,9 @@
-"""Contexts inside a running container: podman's and docker's exec.
+"""Contexts inside a running container: podman's and docker's exec, LXC's
+lxc-attach.
 
-The container (tests/testbed/containers.py) is a minimal Debian with its
-own python3, started by podman; the docker client reaches it through
-podman's Docker API, as no Docker engine runs on this machine kind.
+The containers (tests/testbed/containers.py) run a minimal Debian with its
+own python3, started by podman or LXC; the docker client reaches podman's
+through its Docker API, as no Docker engine runs on this machine kind.
 """
 from __future__ import annotations
 
@@ -34,14 +35,23 @@ def docker_host(container) -> Iterator[str]:
         yield host
 
 
+@pytest.fixture(scope='module')
+def lxc_container() -> Iterator[str]:
+    reason = containers.lxc_unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.lxc_container() as name:
+        yield name
+
+
 @pytest.fixture
 def router() -> Iterator[plasmid.Router]:
     with plasmid.Router() as r:
         yield r
 
 
-def interpreters_in(container: str) -> list[str]:
-    return [line for line in containers.command_lines(container)
+def interpreters_in(container: str, lxc: bool = False) -> list[str]:
+    return [line for line in containers.command_lines(container, lxc)
             if 'python' in line]
 
 
@@ -102,7 +112,38 @@ def test_a_docker_context_runs_in_the_container(router, container,
     assert ctx.name.startswith('docker.%s.' % container)
 
 
-@pytest.mark.parametrize('method', ['docker', 'podman'])
+def test_an_lxc_context_runs_in_the_container(router, lxc_container,
+                                              monkeypatch) -> None:
+    monkeypatch.setenv('PLASMID_HOST_ONLY', 'here')
+    ctx = router.lxc(container=lxc_container)
+    who = ctx.call(connect_fns.identity)
+    assert (who['hostname'], who['uid']) == (containers.LXC_HOST_NAME, 0)
+    assert ctx.call(connect_fns.network_interfaces) == ['lo']
+    assert ctx.call(connect_fns.getenv, 'PLASMID_HOST_ONLY') is None
+    assert ctx.name.startswith('lxc.%s.' % lxc_container)
+
+
+def test_attach_args_reach_lxc_attach(router, lxc_container) -> None:
+    ctx = router.lxc(container=lxc_container, attach_args=['--uid', '65534'])
+    assert ctx.call(connect_fns.getuid) == 65534
+
+
+def test_an_lxc_context_ends_with_its_router(lxc_container) -> None:
+    with plasmid.Router() as router:
+        router.lxc(container=lxc_container).call(connect_fns.getpid)
+        assert interpreters_in(lxc_container, lxc=True)
+    assert interpreters_in(lxc_container, lxc=True) == []
+
+
+def test_no_such_lxc_container_is_a_connect_error(router,
+                                                  lxc_container) -> None:
+    absent = lxc_container + '-absent'
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.lxc(container=absent, connect_timeout=20)
+    assert 'lxc-attach: %s' % absent in str(info.value)
+
+
+@pytest.mark.parametrize('method', ['docker', 'podman', 'lxc'])
 @pytest.mark.parametrize('container', ['', '   ', '-x', None, 3])
 def test_a_container_that_is_no_name_is_refused(router, method,
                                                 container) -> None:

@@ -1,10 +1,11 @@
-"""Containers for the container methods' tests, run by podman.
+"""Containers for the container methods' tests, run by podman or LXC.
 
-.ci/setup imports IMAGE (a minimal Debian with python3).  Each container a
-test starts is named after the test session's pid, so a later session
-removes the containers of sessions that were killed.  No Docker engine runs
-on this machine kind: the docker client talks to podman's Docker API, which
-`docker_api` serves on a private socket.
+.ci/setup makes ROOTFS (a minimal Debian with python3) and imports it as
+IMAGE.  Each container a test starts is named after the test session's
+pid, so a later session removes the containers of sessions that were
+killed.  No Docker engine runs on this machine kind: the docker client
+talks to podman's Docker API, which `docker_api` serves on a private
+socket.  LXC containers run on ROOTFS itself, read-only.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from typing import Iterator, Optional
 from .procs import alive
 
 IMAGE = 'localhost/plasmid-testbed:bookworm'
+ROOTFS = '/var/lib/plasmid-testbed/rootfs'
+LXC_DIR = '/var/lib/lxc'
+LXC_HOST_NAME = 'plasmid-lxc'
 NAME_PREFIX = 'plasmid-test-'
 _numbers = itertools.count(1)
 
@@ -78,12 +82,15 @@ def first_pid(name: str) -> int:
     return int(_podman('inspect', '-f', '{{.State.Pid}}', name).stdout)
 
 
-def command_lines(name: str) -> list[str]:
-    """The command lines of the processes running in container *name*
-    (but the one listing them)."""
+def command_lines(name: str, lxc: bool = False) -> list[str]:
+    """The command lines of the processes running in podman's (or *lxc*:
+    LXC's) container *name*, but the one listing them."""
     script = ('for p in /proc/[0-9]*; do [ "$p" = /proc/$$ ] || '
               'tr "\\0" " " < $p/cmdline 2>/dev/null; echo; done')
-    out = _podman('exec', name, 'sh', '-c', script).stdout
+    argv = ['lxc-attach', '--name', name, '--'] if lxc else \
+        ['podman', 'exec', name]
+    out = subprocess.run(argv + ['sh', '-c', script], capture_output=True,
+                         text=True, check=True, timeout=60).stdout
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
@@ -111,3 +118,61 @@ def docker_api() -> Iterator[str]:
             service.kill()
             service.wait()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def lxc_unavailable_reason() -> Optional[str]:
+    """Why no LXC container can run here, or None."""
+    if os.geteuid() != 0:
+        return 'the LXC test bed needs root'
+    if shutil.which('lxc-start') is None:
+        return 'LXC is not installed: run .ci/setup'
+    if not os.access(os.path.join(ROOTFS, 'usr/bin/python3'), os.X_OK):
+        return '%s lacks python3: run .ci/setup' % ROOTFS
+    return None
+
+
+LXC_CONFIG = """\
+lxc.uts.name = %s
+lxc.rootfs.path = dir:%s
+lxc.rootfs.options = ro
+lxc.net.0.type = empty
+lxc.mount.auto = proc:mixed sys:mixed cgroup:mixed
+lxc.autodev = 1
+lxc.apparmor.profile = unconfined
+lxc.init.cmd = /bin/sleep infinity
+""" % (LXC_HOST_NAME, ROOTFS)
+
+
+@contextlib.contextmanager
+def lxc_container() -> Iterator[str]:
+    """A running LXC container on ROOTFS (read-only, no network, its first
+    process sleeps); yields its name."""
+    _remove_lxc_leftovers()
+    name = '%s%d-%d' % (NAME_PREFIX, os.getpid(), next(_numbers))
+    os.makedirs(os.path.join(LXC_DIR, name))
+    try:
+        with open(os.path.join(LXC_DIR, name, 'config'), 'w') as handle:
+            handle.write(LXC_CONFIG)
+        subprocess.run(['lxc-start', '--name', name], check=True,
+                       capture_output=True, timeout=60)
+        yield name
+    finally:
+        _remove_lxc(name)
+
+
+def _remove_lxc(name: str) -> None:
+    subprocess.run(['lxc-stop', '--name', name, '--kill'],
+                   capture_output=True, timeout=60)
+    shutil.rmtree(os.path.join(LXC_DIR, name), ignore_errors=True)
+
+
+def _remove_lxc_leftovers() -> None:
+    try:
+        names = os.listdir(LXC_DIR)
+    except FileNotFoundError:
+        return
+    for name in names:
+        pid = name[len(NAME_PREFIX):].split('-')[0]
+        if name.startswith(NAME_PREFIX) and pid.isdigit() and \
+                not alive(int(pid)):
+            _remove_lxc(name)
