@@ -88,6 +88,15 @@ def test_a_container_context_through_an_intermediary(router,
     assert middle.call(connect_fns.in_a_container) is False
 
 
+def test_a_container_on_a_host_reached_by_ssh_and_sudo(sshd, router,
+                                                       container) -> None:
+    """podman runs as root on the far side of ssh -> sudo."""
+    root = router.sudo(via=router.ssh(**sshd.ssh_kwargs()))
+    ctx = router.podman(container=container, via=root)
+    assert ctx.call(connect_fns.in_a_container) is True
+    assert root.call(connect_fns.in_a_container) is False
+
+
 def test_no_such_container_is_a_connect_error(router, container) -> None:
     with pytest.raises(plasmid.ConnectError) as info:
         router.podman(container=container + '-absent', connect_timeout=20)
