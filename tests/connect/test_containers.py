@@ -69,9 +69,14 @@ def test_a_podman_context_runs_as_the_user_named(router, container) -> None:
     assert ctx.call(connect_fns.getuid) == 65534
 
 
-def test_a_container_context_ends_with_its_router(container) -> None:
+@pytest.mark.parametrize('method', ['podman', 'docker'])
+def test_a_container_context_ends_with_its_router(container, method,
+                                                  request) -> None:
+    if method == 'docker':
+        request.getfixturevalue('monkeypatch').setenv(
+            'DOCKER_HOST', request.getfixturevalue('docker_host'))
     with plasmid.Router() as router:
-        ctx = router.podman(container=container)
+        ctx = getattr(router, method)(container=container)
         ctx.call(connect_fns.getpid)
         assert interpreters_in(container)
     # podman exec does not signal what it started: the context saw its

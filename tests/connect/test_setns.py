@@ -30,12 +30,18 @@ def namespaced_pid() -> Iterator[int]:
         pytest.skip('entering namespaces needs root')
     unshare = subprocess.Popen(
         ['unshare', '--uts', '--net', '--ipc', '--mount', '--pid', '--fork',
-         'sh', '-c', 'hostname %s && exec sleep 600' % INNER_NAME])
+         '--kill-child', 'sh', '-c', 'hostname %s && exec sleep 600'
+         % INNER_NAME])
     try:
-        yield _child_of(unshare.pid)
+        child = _child_of(unshare.pid)
+        yield child
+        # unshare ignores SIGTERM while its child runs: end the child.
+        os.kill(child, signal.SIGKILL)
+        unshare.wait(10)
     finally:
-        os.kill(unshare.pid, signal.SIGKILL)
-        unshare.wait()
+        if unshare.poll() is None:
+            unshare.kill()  # --kill-child: its child goes too
+            unshare.wait()
 
 
 def _child_of(pid: int) -> int:
