@@ -65,6 +65,31 @@ def _checked_timeout(seconds: Any) -> Optional[float]:
     return float(seconds)
 
 
+def _checked_args(option: str, args: Any) -> list[str]:
+    """Extra arguments for a program: a sequence of strings.  One string
+    would otherwise be taken apart into characters."""
+    if args is None:
+        return []
+    if isinstance(args, (str, bytes)) or not isinstance(
+            args, (list, tuple)) or not all(isinstance(a, str) for a in args):
+        raise ValueError('%s must be a list of strings, not %r'
+                         % (option, args))
+    return list(args)
+
+
+def _checked_user(username: Any) -> Optional[str]:
+    """A container user: a name, or a uid (an int is taken as one)."""
+    if username is None:
+        return None
+    if isinstance(username, int) and not isinstance(username, bool) and \
+            username >= 0:
+        return str(username)
+    if not isinstance(username, str) or not username.strip():
+        raise ValueError('username must be a user name or uid, not %r'
+                         % (username,))
+    return username
+
+
 def _checked_container(container: Any) -> str:
     """A container name or id, refused where the engine's client would
     read it as an option, or as nothing at all."""
@@ -239,7 +264,8 @@ class Router:
                            hostname=hostname, port=port, username=username,
                            identity_file=identity_file, password=password,
                            python_path=python_path or 'python3',
-                           ssh_args=list(ssh_args or []), ssh_path=ssh_path,
+                           ssh_args=_checked_args('ssh_args', ssh_args),
+                           ssh_path=ssh_path,
                            keepalive=_checked_keepalive(keepalive),
                            password_prompt=password_prompt,
                            # Without a password ssh has no terminal, and
@@ -262,7 +288,7 @@ class Router:
         return self._start('sudo', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
-                           sudo_args=list(sudo_args or []),
+                           sudo_args=_checked_args('sudo_args', sudo_args),
                            sudo_path=sudo_path, set_home=bool(set_home),
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
@@ -282,7 +308,8 @@ class Router:
         return self._start('su', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
-                           su_args=list(su_args or []), su_path=su_path,
+                           su_args=_checked_args('su_args', su_args),
+                           su_path=su_path,
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
     def doas(self, username: str = 'root', password: Optional[str] = None,
@@ -298,7 +325,7 @@ class Router:
         return self._start('doas', via, name, connect_timeout,
                            username=username, password=password,
                            python_path=self._python(python_path, via),
-                           doas_args=list(doas_args or []),
+                           doas_args=_checked_args('doas_args', doas_args),
                            doas_path=doas_path,
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
@@ -344,7 +371,8 @@ class Router:
                            container=_checked_container(container),
                            python_path=self._python(python_path or 'python3',
                                                     via),
-                           attach_args=list(attach_args or []),
+                           attach_args=_checked_args('attach_args',
+                                                     attach_args),
                            lxc_attach_path=lxc_attach_path)
 
     def _start_in_container(self, method: str, container: str,
@@ -358,10 +386,11 @@ class Router:
         # with via's: python3 on the container's PATH unless told.
         return self._start(method, via, name, connect_timeout,
                            container=_checked_container(container),
-                           username=username,
+                           username=_checked_user(username),
                            python_path=self._python(python_path or 'python3',
                                                     via),
-                           exec_args=list(exec_args or []), **client)
+                           exec_args=_checked_args('exec_args', exec_args),
+                           **client)
 
     def setns(self, pid: int, via: Optional[MasterContext] = None,
               python_path: PythonPath = None,

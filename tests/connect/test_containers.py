@@ -64,8 +64,10 @@ def test_a_podman_context_runs_in_the_container(router, container) -> None:
     assert len(interpreters_in(container)) == 1
 
 
-def test_a_podman_context_runs_as_the_user_named(router, container) -> None:
-    ctx = router.podman(container=container, username='nobody')
+@pytest.mark.parametrize('username', ['nobody', 65534])
+def test_a_podman_context_runs_as_the_user_named(router, container,
+                                                 username) -> None:
+    ctx = router.podman(container=container, username=username)
     assert ctx.call(connect_fns.getuid) == 65534
 
 

@@ -214,3 +214,36 @@ def test_every_target_python(version: str, caplog) -> None:
         ('stdout', logging.INFO, 'c line 1'),
     ]
 
+
+
+# Each method with its program's extra-arguments option and what else it
+# needs to start.
+ARGS_OPTIONS = [
+    ('ssh', 'ssh_args', {'hostname': 'example.invalid'}),
+    ('sudo', 'sudo_args', {}), ('su', 'su_args', {}),
+    ('doas', 'doas_args', {}),
+    ('docker', 'exec_args', {'container': 'c'}),
+    ('podman', 'exec_args', {'container': 'c'}),
+    ('lxc', 'attach_args', {'container': 'c'}),
+]
+
+
+@pytest.mark.parametrize('method, option, needs', ARGS_OPTIONS)
+@pytest.mark.parametrize('args', ['-o BatchMode=yes', [1], ('-x', None),
+                                  {'-x': 1}])
+def test_extra_arguments_that_are_no_list_of_strings_are_refused(
+        router: plasmid.Router, method, option, needs, args) -> None:
+    """One string would be taken apart into characters."""
+    with pytest.raises(ValueError, match='%s must be a list of strings'
+                       % option):
+        getattr(router, method)(**needs, **{option: args})
+    assert router.streams == []
+
+
+@pytest.mark.parametrize('method', ['docker', 'podman'])
+@pytest.mark.parametrize('username', ['', ' ', True, 1.5, -1, ['root']])
+def test_a_container_user_that_is_no_name_or_uid_is_refused(
+        router: plasmid.Router, method, username) -> None:
+    with pytest.raises(ValueError, match='username must be'):
+        getattr(router, method)(container='c', username=username)
+    assert router.streams == []
