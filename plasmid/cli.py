@@ -3,6 +3,7 @@
     plasmid info                          a local context, no server needed
     plasmid info --ssh web1 --sudo root   a chain: ssh to web1, then sudo
     plasmid call --ssh web1 platform.node
+    plasmid info --ssh web1 --sudo root --podman db   into a container there
 
 Hops are started in the order given, each through the one before.
 """
@@ -24,7 +25,8 @@ ROUND_TRIPS = 200
 
 
 class _AddHop(argparse.Action):
-    """Collect --local/--ssh/--sudo in the order they were given."""
+    """Collect the hops (--local, --ssh, --sudo, ...) in the order they
+    were given."""
 
     def __call__(self, parser, namespace, value, option_string=None):
         hops = getattr(namespace, 'hops', None) or []
@@ -51,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
                              metavar='[USER@]HOST[:PORT]')
         command.add_argument('--sudo', dest='sudo', action=_AddHop,
                              metavar='USER')
+        command.add_argument('--doas', dest='doas', action=_AddHop,
+                             metavar='USER', help='doas without a password')
+        for engine in ('podman', 'docker', 'lxc'):
+            command.add_argument('--' + engine, dest=engine, action=_AddHop,
+                                 metavar='CONTAINER',
+                                 help='into a running %s container' % engine)
+        command.add_argument('--setns', dest='setns', action=_AddHop,
+                             metavar='PID', type=int,
+                             help="into a process's namespaces (root)")
         command.add_argument('--python', help='interpreter for ssh hops')
         command.add_argument('--timeout', type=float, default=30.0,
                              help='connect timeout in seconds')
@@ -62,9 +73,14 @@ def _start_hop(router: plasmid.Router, method: str, value: str,
     if method == 'local':
         return router.local(python_path=value or None, via=via,
                             connect_timeout=args.timeout)
-    if method == 'sudo':
-        return router.sudo(username=value, via=via,
-                           connect_timeout=args.timeout)
+    if method in ('sudo', 'doas'):
+        return getattr(router, method)(username=value, via=via,
+                                       connect_timeout=args.timeout)
+    if method in ('podman', 'docker', 'lxc'):
+        return getattr(router, method)(container=value, via=via,
+                                       connect_timeout=args.timeout)
+    if method == 'setns':
+        return router.setns(pid=value, via=via, connect_timeout=args.timeout)
     user, _, host = value.rpartition('@')
     host, _, port = host.partition(':')
     return router.ssh(hostname=host, port=int(port) if port else None,

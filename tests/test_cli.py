@@ -1,0 +1,67 @@
+"""The ``plasmid`` command (plasmid/cli.py), run as README's first command
+runs it: ``python3 -m plasmid``."""
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+
+from testbed import containers
+
+
+def plasmid_command(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'plasmid', *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope='module')
+def container() -> Iterator[str]:
+    reason = containers.unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.container() as name:
+        yield name
+
+
+def test_info_starts_a_local_context_and_shows_it() -> None:
+    done = plasmid_command('info')
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()
+    assert header.split()[:4] == ['context', 'python', 'pid', 'uid']
+    assert row.split()[:2] == ['local.1', platform.python_version()]
+
+
+def test_call_prints_the_json_result_of_a_function() -> None:
+    done = plasmid_command('call', 'os.path.join', '"a"', '"b"')
+    assert (done.returncode, done.stdout, done.stderr) == (0, '"a/b"\n', '')
+
+
+def test_call_wants_a_dotted_name() -> None:
+    done = plasmid_command('call', 'node')
+    assert done.returncode != 0
+    assert 'give a dotted name' in done.stderr
+
+
+def test_a_chain_of_hops_runs_in_the_order_given(container) -> None:
+    done = plasmid_command('info', '--local', '--podman', container)
+    assert done.returncode == 0, done.stderr
+    names = [line.replace('└─', '').split()[0]
+             for line in done.stdout.splitlines()[1:]]
+    assert names[0] == 'local.1'
+    assert names[1] == 'podman.%s.2' % container
+    pid = containers.first_pid(container)
+    done = plasmid_command('call', '--setns', str(pid), 'os.path.exists',
+                           '"/run/.containerenv"')
+    assert (done.returncode, done.stdout) == (0, 'true\n'), done.stderr
+
+
+def test_a_hop_that_does_not_start_is_a_message_not_a_traceback(
+        container) -> None:
+    done = plasmid_command('info', '--podman', container + '-absent')
+    assert done.returncode == 1
+    assert done.stderr.startswith('plasmid: podman.%s-absent.1: '
+                                  % container), done.stderr
+    assert 'Traceback' not in done.stderr
