@@ -23,6 +23,7 @@ import pytest
 from runner import (PASSWORD, inventory, prepare_playbook, run_playbook,
                     wait_for_stats)
 from testbed.dropping import DroppingPort
+from testbed.procs import interruptible
 
 # The optional strategy: linear with each task on a thread of
 # ansible-playbook (plasmid/ansible/threadworker.py).
@@ -2243,7 +2244,8 @@ def test_an_interrupted_run_stops_and_leaves_nothing(
                                 inventory(sshd, ansible_account), True, extra)
     proc = subprocess.Popen(prepared.argv, env=prepared.env,
                             cwd=str(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=interruptible)
     try:
         deadline = time.time() + 60
         while not _pids('-u', 'root', '-x', '-f', SLEEP) and \

@@ -15,7 +15,7 @@ import pytest
 
 import plasmid
 from testbed.fds import new_since, open_files
-from testbed.procs import alive, wait_gone
+from testbed.procs import alive, interruptible, wait_gone
 
 import local_fns
 
@@ -156,7 +156,8 @@ def test_master_exit_leaves_no_context(mode: str, tmp_path) -> None:
     errors = open(tmp_path / 'stderr', 'w+')
     proc = subprocess.Popen(
         [sys.executable, os.path.join(SCRIPTS, 'exit_modes.py'), mode],
-        stdout=subprocess.PIPE, stderr=errors, text=True)
+        stdout=subprocess.PIPE, stderr=errors, text=True,
+        preexec_fn=interruptible)
     try:
         pids = json.loads(read_line(proc, 60))
         assert len(pids) == 5

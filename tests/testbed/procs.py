@@ -96,3 +96,11 @@ def stop_reaped(proc: subprocess.Popen) -> None:
             except ProcessLookupError:
                 pass
         proc.wait()
+
+
+def interruptible() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT at its default, as a
+    terminal's foreground job does, for tests that interrupt it.  A suite
+    run in the background of a shell script inherits SIGINT ignored, and
+    exec keeps it so: Python would then never raise KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
