@@ -18,9 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from testbed.accounts import (USER_B, kill_user_processes,  # noqa: E402
+                              remove_orphaned_accounts,
                               remove_orphaned_sudoers, remove_temp_files,
                               requiring_tty, write_sudoers)
-from testbed.session import SshTestbed  # noqa: E402
+from testbed.session import SshTestbed, live_sessions  # noqa: E402
 from testbed.sshd import SshServer  # noqa: E402
 from runner import PASSWORD  # noqa: E402
 
@@ -28,10 +29,12 @@ ANSIBLE_ROOT = os.environ.get('PLASMID_ANSIBLE_ROOT', '/opt/plasmid-ansible')
 # One account per test session: sessions running side by side (a developer
 # and CI, say) must not delete each other's account.
 ACCOUNT_PREFIX = 'plasmid-an'
-ACCOUNT = '%s%d' % (ACCOUNT_PREFIX, os.getpid() % 100000)
+ACCOUNT_MODULUS = 100000
+ACCOUNT = '%s%d' % (ACCOUNT_PREFIX, os.getpid() % ACCOUNT_MODULUS)
 SUDOERS = '/etc/sudoers.d/%s' % ACCOUNT
 # An account playbooks create, become and delete (it may not exist).
-DOOMED_ACCOUNT = 'plasmid-gn%d' % (os.getpid() % 100000)
+DOOMED_PREFIX = 'plasmid-gn'
+DOOMED_ACCOUNT = '%s%d' % (DOOMED_PREFIX, os.getpid() % ACCOUNT_MODULUS)
 
 
 def ansible_versions() -> list[str]:
@@ -109,6 +112,10 @@ def requiretty(ansible_account) -> Iterator[None]:
 def ansible_account(sshd) -> Iterator[str]:
     """An account on the test bed that may sudo to anyone without a
     password; removed with its processes at the end."""
+    # Those of sessions killed before their clean-up (this one is
+    # registered by now: the sshd fixture did it).
+    remove_orphaned_accounts((ACCOUNT_PREFIX, DOOMED_PREFIX),
+                             live_sessions(), ACCOUNT_MODULUS)
     remove_orphaned_sudoers(ACCOUNT_PREFIX)
     if subprocess.call(['id', ACCOUNT], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL):

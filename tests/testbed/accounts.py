@@ -120,6 +120,31 @@ def remove_orphaned_sudoers(prefix: str) -> None:
             os.unlink(path)
 
 
+def remove_orphaned_accounts(prefixes: tuple[str, ...], live: set[int],
+                             modulus: int) -> list[str]:
+    """Remove the accounts named ``prefix + str(pid % modulus)`` whose test
+    session (pid) is not among the *live* ones: a session killed before its
+    clean-up leaves an account with a known password and sudo rights.
+    Their processes, homes and sudoers files go too.  Returns their names."""
+    owners = {pid % modulus for pid in live}
+    removed = []
+    for entry in pwd.getpwall():
+        name = entry.pw_name
+        prefix = next((p for p in prefixes if name.startswith(p)), None)
+        suffix = name[len(prefix):] if prefix else ''
+        if not suffix.isdigit() or int(suffix) in owners:
+            continue
+        kill_user_processes(name)
+        subprocess.call(["userdel", "-r", name], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+        try:
+            os.unlink("/etc/sudoers.d/" + name)
+        except FileNotFoundError:
+            pass
+        removed.append(name)
+    return removed
+
+
 def create_accounts() -> None:
     """Idempotently create plasmid-a, plasmid-b and their sudo rules."""
     ensure_account(USER_A, PASSWORD_A)

@@ -55,6 +55,12 @@ def register_session(directory: str = SESSIONS_DIR) -> str:
     return path
 
 
+def live_sessions(directory: str = SESSIONS_DIR) -> set[int]:
+    """The pids of the registered test sessions still running."""
+    names = os.listdir(directory) if os.path.isdir(directory) else ()
+    return {int(n) for n in names if n.isdigit() and alive(int(n))}
+
+
 def other_sessions_alive(directory: str = SESSIONS_DIR) -> bool:
     """Whether another registered session still runs; forget dead ones."""
     others = False

@@ -15,13 +15,13 @@ from typing import Optional
 import pytest
 
 from .accounts import (PASSWORD_A, USER_A, USER_B, create_accounts,
-                       remove_orphaned_sudoers, remove_temp_files,
-                       write_sudoers)
+                       remove_orphaned_accounts, remove_orphaned_sudoers,
+                       remove_temp_files, write_sudoers)
 from .latency import LatencyProxy, ToxiproxyMissing
 from .procs import alive, descendants
 from .pythons import available_pythons, executable_by_others, require_python
-from .session import (SshTestbed, other_sessions_alive, register_session,
-                      unavailable_reason)
+from .session import (SshTestbed, live_sessions, other_sessions_alive,
+                      register_session, unavailable_reason)
 from .sshd import SshServer
 
 TIMEOUT = 60
@@ -289,6 +289,40 @@ def test_a_session_leaves_the_accounts_to_another_live_one(tmp_path) -> None:
         helper.wait()
     assert not other_sessions_alive(directory)
     assert os.listdir(directory) == [str(os.getpid())]
+
+
+def test_accounts_of_sessions_that_are_gone_are_removed(tmp_path) -> None:
+    """A session killed before its clean-up leaves an account with sudo
+    rights; the next session removes it, and keeps those of live ones."""
+    if os.geteuid() != 0:
+        pytest.skip("creates accounts: needs root")
+    directory = str(tmp_path / "sessions")
+    register_session(directory)
+    helper = subprocess.Popen(["sleep", "30"])
+    open(os.path.join(directory, str(helper.pid)), "w").close()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    names = {pid: "plasmid-zz%d" % (pid % 1000)
+             for pid in (os.getpid(), helper.pid, gone.pid)}
+    try:
+        for name in names.values():
+            subprocess.check_call(["useradd", "-M", "-s", "/bin/sh", name])
+            write_sudoers("/etc/sudoers.d/" + name, "%s ALL=(root) NOPASSWD: "
+                          "ALL\n" % name)
+        live = live_sessions(directory)
+        assert live == {os.getpid(), helper.pid}
+        assert remove_orphaned_accounts(("plasmid-zz",), live, 1000) == \
+            [names[gone.pid]]
+        assert not os.path.exists("/etc/sudoers.d/" + names[gone.pid])
+        for pid in (os.getpid(), helper.pid):
+            pwd.getpwnam(names[pid])  # kept
+    finally:
+        helper.kill()
+        helper.wait()
+        for name in names.values():
+            subprocess.call(["userdel", name], stderr=subprocess.DEVNULL)
+            if os.path.exists("/etc/sudoers.d/" + name):
+                os.unlink("/etc/sudoers.d/" + name)
 
 
 def test_what_an_account_left_in_the_temp_folder_is_removed(
