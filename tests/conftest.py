@@ -41,3 +41,16 @@ def sshd() -> Iterator[SshTestbed]:
         pytest.skip(reason)
     with ssh_testbed() as bed:
         yield bed
+
+
+@pytest.fixture(scope="module")
+def podman_container() -> Iterator[str]:
+    """A running podman container of the test bed's image (a minimal
+    Debian with python3, no network); its name.  Fails where .ci/setup has
+    not run: CI must run the container tests."""
+    from testbed import containers
+    reason = containers.unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.container() as name:
+        yield name

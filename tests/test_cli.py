@@ -5,9 +5,6 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
-from typing import Iterator
-
-import pytest
 
 from testbed import containers
 
@@ -15,15 +12,6 @@ from testbed import containers
 def plasmid_command(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-m', 'plasmid', *args],
                           capture_output=True, text=True, timeout=120)
-
-
-@pytest.fixture(scope='module')
-def container() -> Iterator[str]:
-    reason = containers.unavailable_reason()
-    if reason is not None:
-        pytest.fail(reason)
-    with containers.container() as name:
-        yield name
 
 
 def test_info_starts_a_local_context_and_shows_it() -> None:
@@ -45,7 +33,8 @@ def test_call_wants_a_dotted_name() -> None:
     assert 'give a dotted name' in done.stderr
 
 
-def test_a_chain_of_hops_runs_in_the_order_given(container) -> None:
+def test_a_chain_of_hops_runs_in_the_order_given(podman_container) -> None:
+    container = podman_container
     done = plasmid_command('info', '--local', '--podman', container)
     assert done.returncode == 0, done.stderr
     names = [line.replace('└─', '').split()[0]
@@ -59,7 +48,8 @@ def test_a_chain_of_hops_runs_in_the_order_given(container) -> None:
 
 
 def test_a_hop_that_does_not_start_is_a_message_not_a_traceback(
-        container) -> None:
+        podman_container) -> None:
+    container = podman_container
     done = plasmid_command('info', '--podman', container + '-absent')
     assert done.returncode == 1
     assert done.stderr.startswith('plasmid: podman.%s-absent.1: '

@@ -19,12 +19,8 @@ from testbed.pythons import require_python
 
 
 @pytest.fixture(scope='module')
-def container() -> Iterator[str]:
-    reason = containers.unavailable_reason()
-    if reason is not None:
-        pytest.fail(reason)
-    with containers.container() as name:
-        yield name
+def container(podman_container) -> str:
+    return podman_container
 
 
 @pytest.fixture(scope='module')
