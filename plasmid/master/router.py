@@ -123,6 +123,15 @@ def _checked_namespaces(namespaces: Any) -> Optional[list[str]]:
     return sorted(namespaces, key=NAMESPACES.index)
 
 
+def _target_python(python_path: PythonPath) -> Any:
+    """The interpreter of a container or another process's namespaces:
+    one of that filesystem, nothing to do with ours nor with via's;
+    python3 on its PATH unless told."""
+    if not python_path:
+        return 'python3'
+    return python_path if isinstance(python_path, str) else list(python_path)
+
+
 def longest_start_of(spec: dict) -> float:
     """How long a start may take: each of its stages may take the whole
     connect_timeout (spawn.Handshake.run), and a sudo under requiretty
@@ -369,8 +378,7 @@ class Router:
         *python_path*: as for :meth:`docker`."""
         return self._start('lxc', via, name, connect_timeout,
                            container=_checked_container(container),
-                           python_path=self._python(python_path or 'python3',
-                                                    via),
+                           python_path=_target_python(python_path),
                            attach_args=_checked_args('attach_args',
                                                      attach_args),
                            lxc_attach_path=lxc_attach_path)
@@ -382,13 +390,10 @@ class Router:
                             exec_args: Optional[Sequence[str]],
                             name: Optional[str], connect_timeout: float,
                             **client: Any) -> MasterContext:
-        # The container's interpreter has nothing to do with ours, nor
-        # with via's: python3 on the container's PATH unless told.
         return self._start(method, via, name, connect_timeout,
                            container=_checked_container(container),
                            username=_checked_user(username),
-                           python_path=self._python(python_path or 'python3',
-                                                    via),
+                           python_path=_target_python(python_path),
                            exec_args=_checked_args('exec_args', exec_args),
                            **client)
 
@@ -408,8 +413,7 @@ class Router:
         return self._start('setns', via, name, connect_timeout,
                            pid=_checked_pid(pid),
                            namespaces=_checked_namespaces(namespaces),
-                           python_path=self._python(python_path or 'python3',
-                                                    via),
+                           python_path=_target_python(python_path),
                            nsenter_path=nsenter_path)
 
     @staticmethod
