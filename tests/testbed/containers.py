@@ -49,15 +49,22 @@ def _runtime_args() -> list[str]:
     return ['--runtime', 'runc'] if shutil.which('runc') else []
 
 
+def _new_name() -> str:
+    """A container name that says which test session made it."""
+    return '%s%d-%d' % (NAME_PREFIX, os.getpid(), next(_numbers))
+
+
+def _left_by_a_dead_session(name: str) -> bool:
+    pid = name[len(NAME_PREFIX):].split('-')[0]
+    return name.startswith(NAME_PREFIX) and pid.isdigit() and \
+        not alive(int(pid))
+
+
 def remove_leftovers() -> None:
     """Remove containers of test sessions that are gone."""
     names = _podman('ps', '-a', '--format', '{{.Names}}').stdout.split()
-    for name in names:
-        if not name.startswith(NAME_PREFIX):
-            continue
-        pid = name[len(NAME_PREFIX):].split('-')[0]
-        if pid.isdigit() and not alive(int(pid)):
-            _podman('rm', '-f', '-t', '0', name, check=False)
+    for name in filter(_left_by_a_dead_session, names):
+        _podman('rm', '-f', '-t', '0', name, check=False)
 
 
 @contextlib.contextmanager
@@ -65,7 +72,7 @@ def container() -> Iterator[str]:
     """A running container of IMAGE (its first process sleeps; no
     network); yields its name."""
     remove_leftovers()
-    name = '%s%d-%d' % (NAME_PREFIX, os.getpid(), next(_numbers))
+    name = _new_name()
     _podman(*_runtime_args(), 'run', '-d', '--name', name,
             '--network', 'none',
             # podman would raise these limits past what this VM allows.
@@ -148,7 +155,7 @@ def lxc_container() -> Iterator[str]:
     """A running LXC container on ROOTFS (read-only, no network, its first
     process sleeps); yields its name."""
     _remove_lxc_leftovers()
-    name = '%s%d-%d' % (NAME_PREFIX, os.getpid(), next(_numbers))
+    name = _new_name()
     os.makedirs(os.path.join(LXC_DIR, name))
     try:
         with open(os.path.join(LXC_DIR, name, 'config'), 'w') as handle:
@@ -171,8 +178,5 @@ def _remove_lxc_leftovers() -> None:
         names = os.listdir(LXC_DIR)
     except FileNotFoundError:
         return
-    for name in names:
-        pid = name[len(NAME_PREFIX):].split('-')[0]
-        if name.startswith(NAME_PREFIX) and pid.isdigit() and \
-                not alive(int(pid)):
-            _remove_lxc(name)
+    for name in filter(_left_by_a_dead_session, names):
+        _remove_lxc(name)
