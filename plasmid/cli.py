@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument('--' + engine, dest=engine, action=_AddHop,
                                  metavar='CONTAINER',
                                  help='into a running %s container' % engine)
+        command.add_argument('--kubectl', dest='kubectl', action=_AddHop,
+                             metavar='[NAMESPACE/]POD[:CONTAINER]',
+                             help='into a container of a Kubernetes pod')
         command.add_argument('--setns', dest='setns', action=_AddHop,
                              metavar='PID', type=int,
                              help="into a process's namespaces (root)")
@@ -79,6 +82,12 @@ def _start_hop(router: plasmid.Router, method: str, value: str,
     if method in ('podman', 'docker', 'lxc'):
         return getattr(router, method)(container=value, via=via,
                                        connect_timeout=args.timeout)
+    if method == 'kubectl':
+        namespace, _, pod = value.rpartition('/')
+        pod, _, container = pod.partition(':')
+        return router.kubectl(pod=pod, container=container or None,
+                              namespace=namespace or None, via=via,
+                              connect_timeout=args.timeout)
     if method == 'setns':
         return router.setns(pid=value, via=via, connect_timeout=args.timeout)
     user, _, host = value.rpartition('@')

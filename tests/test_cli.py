@@ -2,16 +2,20 @@
 runs it: ``python3 -m plasmid``."""
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
+from typing import Optional
 
-from testbed import containers
+from testbed import containers, kubectl
 
 
-def plasmid_command(*args: str) -> subprocess.CompletedProcess:
+def plasmid_command(*args: str, env: Optional[dict] = None
+                    ) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, '-m', 'plasmid', *args],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def test_info_starts_a_local_context_and_shows_it() -> None:
@@ -55,3 +59,17 @@ def test_a_hop_that_does_not_start_is_a_message_not_a_traceback(
     assert done.stderr.startswith('plasmid: podman.%s-absent.1: '
                                   % container), done.stderr
     assert 'Traceback' not in done.stderr
+
+
+def test_a_kubectl_hop_names_namespace_pod_and_container(
+        podman_container) -> None:
+    """kubectl from PATH, its cluster from KUBECONFIG (the test bed's
+    stand-in: tests/testbed/kubectl.py)."""
+    pods = {'jobs/batch': [['main', podman_container, 'root'],
+                           ['helper', podman_container, 'nobody']]}
+    with kubectl.standin(pods) as (program, config):
+        env = dict(os.environ, KUBECONFIG=config, PATH='%s:%s' % (
+            os.path.dirname(program), os.environ['PATH']))
+        done = plasmid_command('call', '--kubectl', 'jobs/batch:helper',
+                               'os.getuid', env=env)
+    assert (done.returncode, done.stdout) == (0, '65534\n'), done.stderr

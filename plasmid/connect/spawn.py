@@ -14,6 +14,9 @@ method (its ``CORE_IN_ARGV``):
   and doas log the command line they run: there the first stage reads
   exactly the compressed core and then BOOT from stdin, sent once the
   interpreter says it is up.  That wait is local to the parent's machine.
+- kubectl reads them from stdin too (its command travels in a URL, which
+  proxies bound), but nothing asks for a password there: its core goes
+  ahead, written at once (the method's ``CORE_AHEAD``).
 """
 from __future__ import absolute_import
 import base64
@@ -194,7 +197,10 @@ class Handshake(object):
         self.spec = spec
         self.payload = payload
         self.until_ready = until_ready
-        self.to_write = b''  # the payload waits for the ready marker
+        # The payload waits for the ready marker (a password may come
+        # first on stdin), unless the method sends its core ahead.
+        self.payload_queued = getattr(method, 'CORE_AHEAD', False)
+        self.to_write = self.payload_queued and payload or b''
         self.stdout = b''
         self.stderr = b''
         self.prompt_buf = b''
@@ -387,6 +393,18 @@ class Handshake(object):
             return self.proc.tty_fd, self.proc.tty_fd
         return self.proc.stderr, self.proc.stdin
 
+    def _queue_payload(self):
+        if not self.payload_queued:
+            self.payload_queued = True
+            self.to_write += self.payload
+
+    def unsent(self):
+        """What of the payload a start that stopped at the ready marker
+        has not written: the stream sends it, ahead of everything."""
+        self._queue_payload()
+        rest, self.to_write = self.to_write, b''
+        return rest
+
     def _on_stdout(self, data):
         if self.reader is None:
             self.stdout += data
@@ -399,7 +417,7 @@ class Handshake(object):
             if self.until_ready:
                 self.reader.buffer += data  # HELLO's first bytes, maybe
                 return STARTED
-            self.to_write += self.payload
+            self._queue_payload()
         messages = self.reader.feed(data)
         if not messages:
             return None
@@ -477,8 +495,9 @@ def _connect(router, spec, blob, method, tty, watch_boot):
     proc.stdin = proc.stdout = None
     if watch_boot is not None:
         info = None  # HELLO comes on the stream, to watch_boot
-        if payload:
-            stream.send(payload)  # a core read from stdin: ahead of all
+        unsent = handshake.unsent()
+        if unsent:
+            stream.send(unsent)  # a core read from stdin: ahead of all
         router.loop.defer(watch_boot, stream)
     router.add_child(stream, spec['context_id'])
     router.loop.defer(stream.start)

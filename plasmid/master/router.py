@@ -93,11 +93,20 @@ def _checked_user(username: Any) -> Optional[str]:
 def _checked_container(container: Any) -> str:
     """A container name or id, refused where the engine's client would
     read it as an option, or as nothing at all."""
-    if not isinstance(container, str) or not container.strip() or \
-            container.startswith('-'):
-        raise ValueError('container must be a container name or id, not %r'
-                         % (container,))
-    return container
+    return _checked_name('container', container, what='a container name '
+                         'or id')
+
+
+def _checked_name(option: str, value: Any, optional: bool = False,
+                  what: str = 'a name') -> Optional[str]:
+    """A name a client takes as one word of its command line: refused
+    where it would read it as an option, or as nothing at all."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip() or \
+            value.startswith('-'):
+        raise ValueError('%s must be %s, not %r' % (option, what, value))
+    return value
 
 
 def _checked_pid(pid: Any) -> int:
@@ -382,6 +391,33 @@ class Router:
                            attach_args=_checked_args('attach_args',
                                                      attach_args),
                            lxc_attach_path=lxc_attach_path)
+
+    def kubectl(self, pod: str, container: Optional[str] = None,
+                namespace: Optional[str] = None,
+                via: Optional[MasterContext] = None,
+                python_path: PythonPath = None,
+                kubectl_args: Optional[Sequence[str]] = None,
+                exec_args: Optional[Sequence[str]] = None,
+                kubectl_path: Optional[str] = None,
+                name: Optional[str] = None,
+                connect_timeout: float = 30.0) -> MasterContext:
+        """Start Python inside *pod* of a Kubernetes cluster through
+        ``kubectl exec -i``, here or on *via*: in its *container* (default:
+        the one kubectl picks) of *namespace* (default: the kubeconfig
+        context's), as the user the container runs as.  *kubectl_args* go
+        before ``exec`` (``--kubeconfig``, ``--context``), *exec_args*
+        after it.  *python_path*: as for :meth:`docker`."""
+        return self._start('kubectl', via, name, connect_timeout,
+                           pod=_checked_name('pod', pod),
+                           container=_checked_name('container', container,
+                                                   optional=True),
+                           namespace=_checked_name('namespace', namespace,
+                                                   optional=True),
+                           python_path=_target_python(python_path),
+                           kubectl_args=_checked_args('kubectl_args',
+                                                      kubectl_args),
+                           exec_args=_checked_args('exec_args', exec_args),
+                           kubectl_path=kubectl_path)
 
     def _start_in_container(self, method: str, container: str,
                             username: Optional[str],
