@@ -8,6 +8,8 @@ import subprocess
 import sys
 from typing import Optional
 
+import pytest
+
 from testbed import containers, kubectl
 
 
@@ -64,12 +66,14 @@ def test_a_hop_that_does_not_start_is_a_message_not_a_traceback(
 def test_a_kubectl_hop_names_namespace_pod_and_container(
         podman_container) -> None:
     """kubectl from PATH, its cluster from KUBECONFIG (the test bed's
-    stand-in: tests/testbed/kubectl.py)."""
+    stand-in API server: tests/testbed/kubectl.py)."""
+    reason = kubectl.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     pods = {'jobs/batch': [['main', podman_container, 'root'],
                            ['helper', podman_container, 'nobody']]}
-    with kubectl.standin(pods) as (program, config):
-        env = dict(os.environ, KUBECONFIG=config, PATH='%s:%s' % (
-            os.path.dirname(program), os.environ['PATH']))
+    with kubectl.standin(pods) as config:
         done = plasmid_command('call', '--kubectl', 'jobs/batch:helper',
-                               'os.getuid', env=env)
+                               'os.getuid',
+                               env=dict(os.environ, KUBECONFIG=config))
     assert (done.returncode, done.stdout) == (0, '65534\n'), done.stderr

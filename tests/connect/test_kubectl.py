@@ -1,8 +1,8 @@
 """Contexts inside a Kubernetes pod's container, through ``kubectl exec``.
 
-No cluster can run on this machine kind, so kubectl is a stand-in
-(tests/testbed/kubectl.py: kubectl's grammar and messages for ``exec``)
-whose pods' containers are real podman containers of the test bed.
+No cluster can run on this machine kind; its real kubectl client talks to
+a stand-in API server (tests/testbed/kubectl.py) whose pods' containers
+are real podman containers of the test bed.
 """
 from __future__ import annotations
 
@@ -20,14 +20,17 @@ from testbed.pythons import require_python
 
 @pytest.fixture(scope='module')
 def cluster(podman_container) -> Iterator[tuple]:
-    """(kubectl, kubeconfig, podman container): pod ``web`` in namespace
+    """(kubeconfig, podman container): pod ``web`` in namespace
     ``default`` (containers ``app`` as root, then ``sidecar`` as nobody),
     pod ``batch`` in namespace ``jobs`` (one container, as root)."""
+    reason = kubectl.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
     pods = {'default/web': [['app', podman_container, 'root'],
                             ['sidecar', podman_container, 'nobody']],
             'jobs/batch': [['main', podman_container, 'root']]}
-    with kubectl.standin(pods) as (program, config):
-        yield program, config, podman_container
+    with kubectl.standin(pods) as config:
+        yield config, podman_container
 
 
 @pytest.fixture
@@ -38,9 +41,8 @@ def router() -> Iterator[plasmid.Router]:
 
 def start(router: plasmid.Router, cluster: tuple, pod: str = 'web',
           **kwargs) -> plasmid.Context:
-    program, config, _ = cluster
-    return router.kubectl(pod, kubectl_path=program,
-                          kubectl_args=['--kubeconfig', config], **kwargs)
+    return router.kubectl(pod, kubectl_args=['--kubeconfig', cluster[0]],
+                          **kwargs)
 
 
 def interpreters_in(container: str) -> list[str]:
@@ -69,7 +71,7 @@ def test_the_core_travels_on_stdin_not_in_the_command(router,
     KiB: the interpreter's command line holds only the first stage (a
     podman context's holds the ~22 KB core as well)."""
     start(router, cluster).call(connect_fns.getpid)
-    lines = interpreters_in(cluster[2])
+    lines = interpreters_in(cluster[1])
     assert len(lines) == 1
     assert len(lines[0]) < 2000, len(lines[0])
 
@@ -77,9 +79,9 @@ def test_the_core_travels_on_stdin_not_in_the_command(router,
 def test_a_kubectl_context_ends_with_its_router(cluster) -> None:
     with plasmid.Router() as router:
         start(router, cluster).call(connect_fns.getpid)
-        assert interpreters_in(cluster[2])
+        assert interpreters_in(cluster[1])
     # The stream closed with kubectl: the context saw its stdin end.
-    assert interpreters_in(cluster[2]) == []
+    assert interpreters_in(cluster[1]) == []
 
 
 def test_a_kubectl_context_through_a_python_27_intermediary(router,
@@ -93,7 +95,7 @@ def test_a_kubectl_context_through_a_python_27_intermediary(router,
 @pytest.mark.parametrize('kwargs, said', [
     (dict(pod='absent'), 'pods "absent" not found'),
     (dict(pod='batch'), 'pods "batch" not found'),  # not in default
-    (dict(container='db'), 'container not found ("db")'),
+    (dict(container='db'), 'container db is not valid for pod web'),
 ])
 def test_what_kubectl_refuses_is_a_connect_error(router, cluster, kwargs,
                                                  said) -> None:
