@@ -4,6 +4,7 @@
     plasmid info --ssh web1 --sudo root   a chain: ssh to web1, then sudo
     plasmid call --ssh web1 platform.node
     plasmid info --ssh web1 --sudo root --podman db   into a container there
+    plasmid info --kubectl jobs/batch:main    a pod's container, through kubectl
 
 Hops are started in the order given, each through the one before.
 """
