@@ -46,18 +46,13 @@ def router() -> Iterator[plasmid.Router]:
         yield r
 
 
-def interpreters_in(container: str, lxc: bool = False) -> list[str]:
-    return [line for line in containers.command_lines(container, lxc)
-            if 'python' in line]
-
-
 def test_a_podman_context_runs_in_the_container(router, container) -> None:
     ctx = router.podman(container=container)
     assert ctx.call(connect_fns.in_a_container) is True
     assert ctx.call(connect_fns.getuid) == 0
     assert ctx.call(connect_fns.network_interfaces) == ['lo']  # --network none
     assert ctx.name.startswith('podman.%s.' % container)
-    assert len(interpreters_in(container)) == 1
+    assert len(containers.interpreters_in(container)) == 1
 
 
 @pytest.mark.parametrize('username', ['nobody', 65534])
@@ -76,10 +71,10 @@ def test_a_container_context_ends_with_its_router(container, method,
     with plasmid.Router() as router:
         ctx = getattr(router, method)(container=container)
         ctx.call(connect_fns.getpid)
-        assert interpreters_in(container)
+        assert containers.interpreters_in(container)
     # podman exec does not signal what it started: the context saw its
     # stdin end when the client went, and left.
-    assert interpreters_in(container) == []
+    assert containers.interpreters_in(container) == []
 
 
 def test_a_container_context_through_an_intermediary(router,
@@ -143,8 +138,8 @@ def test_attach_args_reach_lxc_attach(router, lxc_container) -> None:
 def test_an_lxc_context_ends_with_its_router(lxc_container) -> None:
     with plasmid.Router() as router:
         router.lxc(container=lxc_container).call(connect_fns.getpid)
-        assert interpreters_in(lxc_container, lxc=True)
-    assert interpreters_in(lxc_container, lxc=True) == []
+        assert containers.interpreters_in(lxc_container, lxc=True)
+    assert containers.interpreters_in(lxc_container, lxc=True) == []
 
 
 def test_no_such_lxc_container_is_a_connect_error(router,

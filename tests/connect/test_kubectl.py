@@ -45,11 +45,6 @@ def start(router: plasmid.Router, cluster: tuple, pod: str = 'web',
                           **kwargs)
 
 
-def interpreters_in(container: str) -> list[str]:
-    return [line for line in containers.command_lines(container)
-            if 'python' in line]
-
-
 def test_a_kubectl_context_runs_in_the_pods_default_container(
         router, cluster) -> None:
     ctx = start(router, cluster)
@@ -71,7 +66,7 @@ def test_the_core_travels_on_stdin_not_in_the_command(router,
     KiB: the interpreter's command line holds only the first stage (a
     podman context's holds the ~22 KB core as well)."""
     start(router, cluster).call(connect_fns.getpid)
-    lines = interpreters_in(cluster[1])
+    lines = containers.interpreters_in(cluster[1])
     assert len(lines) == 1
     assert len(lines[0]) < 2000, len(lines[0])
 
@@ -79,9 +74,9 @@ def test_the_core_travels_on_stdin_not_in_the_command(router,
 def test_a_kubectl_context_ends_with_its_router(cluster) -> None:
     with plasmid.Router() as router:
         start(router, cluster).call(connect_fns.getpid)
-        assert interpreters_in(cluster[1])
+        assert containers.interpreters_in(cluster[1])
     # The stream closed with kubectl: the context saw its stdin end.
-    assert interpreters_in(cluster[1]) == []
+    assert containers.interpreters_in(cluster[1]) == []
 
 
 def test_a_kubectl_context_through_a_python_27_intermediary(router,

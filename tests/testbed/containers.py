@@ -101,6 +101,12 @@ def command_lines(name: str, lxc: bool = False) -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
+def interpreters_in(name: str, lxc: bool = False) -> list[str]:
+    """The command lines of the Python processes in podman's (or *lxc*:
+    LXC's) container *name*."""
+    return [line for line in command_lines(name, lxc) if 'python' in line]
+
+
 @contextlib.contextmanager
 def docker_api() -> Iterator[str]:
     """podman's Docker API on a private socket; yields the DOCKER_HOST
