@@ -183,7 +183,7 @@ class Broker:
     # ----------------------------------------- ordering and sending ahead
 
     def _login(self, spec: dict) -> Target:
-        return self.pool.get({'ssh': spec['ssh'], 'become': None}, None)
+        return self.pool.get({'login': spec['login'], 'become': None}, None)
 
     def _defer(self, spec: dict, func, *args: Any,
                on_answer: Optional[Callable[[Any], None]] = None) -> None:
@@ -211,6 +211,7 @@ class Broker:
         become user's) goes through the login context then, which runs it
         in order: no round trip is spent waiting for the calls ahead."""
         login = self._login(spec)
+        self._enter_dir(spec, found)
         self.counts['round_trips'] += 1
         if found is login or not login.sent_ahead():
             call = found.context.call_async(func, *args)
@@ -229,6 +230,16 @@ class Broker:
         for sent in {id(login): login, id(found): found}.values():
             self._check_deferred(sent)
         return result
+
+    def _enter_dir(self, spec: dict, found: Target) -> None:
+        """The local connection's commands run in the task's directory
+        (*spec*'s ``cwd``), as vanilla's do: the context moves there before
+        the call, once per directory (its module processes and shells
+        inherit it), sent ahead so nobody waits."""
+        cwd = spec.get('cwd')
+        if cwd and found.cwd != cwd:
+            self._call_ahead_of(found, target.change_dir, cwd)
+            found.cwd = cwd
 
     def _result(self, spec: dict, call) -> Any:
         """The result of *call*, unless the worker that asked for it hangs

@@ -103,8 +103,8 @@ class _NoPythonThere(Exception):
     does without one (raw, script, a module's failure) is ssh's to do."""
 
 
-class _VanillaSshShadowed(AnsibleError):
-    """ansible.builtin.ssh is this plugin (installed under the name
+class _VanillaShadowed(AnsibleError):
+    """ansible-core's plugin is this one (installed under its name,
     ``ssh``), so the fallback would call itself without end."""
 
 
@@ -120,6 +120,8 @@ class Connection(ConnectionBase):
     # reached by OpenSSH with the ssh plugin's options (ansible.posix's
     # synchronize runs rsync over ssh only then), which holds here too.
     transport = 'ssh'
+    # ansible-core's plugin for what we do not host (a host without Python).
+    VANILLA = 'ansible.builtin.ssh'
     # Pipelining comes from our 'pipelining' option (default true), never
     # from always_pipeline_modules: that would pipeline async tasks too,
     # which then run synchronously.
@@ -155,6 +157,7 @@ class Connection(ConnectionBase):
             password = None
         port = self.get_option('port')
         return {
+            'method': 'ssh',
             'hostname': self._hostname(),
             'port': int(port) if port else None,
             'username': self.get_option('remote_user'),
@@ -219,8 +222,8 @@ class Connection(ConnectionBase):
         if not _SINCE_2_19 or not self.get_option('private_key'):
             return None
         try:
-            return str(self._vanilla_ssh()._populate_agent())
-        except _VanillaSshShadowed:
+            return str(self._vanilla_plugin()._populate_agent())
+        except _VanillaShadowed:
             raise
         except Exception as exc:
             raise AnsibleAuthenticationFailure(
@@ -237,7 +240,7 @@ class Connection(ConnectionBase):
         return self.get_option('password_mechanism') or 'ssh_askpass'
 
     def _spec(self, become: bool) -> dict:
-        spec: dict[str, Any] = {'ssh': self._login_spec(), 'become': None}
+        spec: dict[str, Any] = {'login': self._login_spec(), 'become': None}
         if become:
             plugin = self.become
             method = HOSTED_BECOME[plugin.name]
@@ -282,7 +285,7 @@ class Connection(ConnectionBase):
                 raise self._password_refused(str(exc)) from None
             if exc.kind in _BECOME_FAILURES:
                 raise self._become_failed(exc.kind) from None
-            raise _ansible_error(exc) from None
+            raise self._broker_error(exc) from None
         finally:
             self._show_warnings()
 
@@ -338,7 +341,7 @@ class Connection(ConnectionBase):
         try:
             return self._exec_command(cmd, in_data, sudoable)
         except _NoPythonThere:
-            return self._vanilla_ssh().exec_command(cmd, in_data=in_data,
+            return self._vanilla_plugin().exec_command(cmd, in_data=in_data,
                                                     sudoable=sudoable)
         except _SshFailed as exc:
             if in_data is None:
@@ -481,7 +484,7 @@ class Connection(ConnectionBase):
             self._call('put-file', self._spec(False),
                        os.path.abspath(in_path), out_path)
         except _NoPythonThere:
-            self._vanilla_ssh().put_file(in_path, out_path)
+            self._vanilla_plugin().put_file(in_path, out_path)
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)
@@ -490,7 +493,7 @@ class Connection(ConnectionBase):
             self._call('fetch-file', self._spec(False), in_path,
                        os.path.abspath(out_path))
         except _NoPythonThere:
-            self._vanilla_ssh().fetch_file(in_path, out_path)
+            self._vanilla_plugin().fetch_file(in_path, out_path)
 
     # ------------------------------------------------------- lifecycle
 
@@ -511,29 +514,36 @@ class Connection(ConnectionBase):
             self._vanilla = None
         self._connected = False
 
-    def _vanilla_ssh(self) -> ConnectionBase:
-        """ansible-core's ssh plugin, with our options (they are its
-        options, by name) and our become plugin."""
+    def _vanilla_plugin(self) -> ConnectionBase:
+        """ansible-core's plugin of this connection (VANILLA), with our
+        options (they are its options, by name) and our become plugin."""
         if self._vanilla is None:
             from ansible.plugins.loader import connection_loader
-            ssh = connection_loader.get('ansible.builtin.ssh',
-                                        self._play_context, shell=self._shell)
-            if isinstance(ssh, Connection):
+            vanilla = connection_loader.get(self.VANILLA, self._play_context,
+                                            shell=self._shell)
+            if isinstance(vanilla, Connection):
                 # Installed as ssh.py in a plugin path: 2.19+ then imports
                 # the builtin's file under the same module name as ours.
-                raise _VanillaSshShadowed(
-                    'ansible.builtin.ssh is plasmid\'s connection plugin here '
-                    '(it is installed under the name "ssh"); plasmid hands a '
-                    'host without Python, and an ssh key given as text, to '
-                    'ansible-core\'s ssh plugin, so it cannot take that '
-                    'plugin\'s place: name it plasmid.accel.ssh instead')
-            known = set(ssh.option_definitions)
-            ssh.set_options(direct={name: value for name, value in
-                                    self._options.items() if name in known})
-            ssh.set_become_plugin(self.become)
-            self._vanilla = ssh
+                raise _VanillaShadowed(
+                    '%s is plasmid\'s connection plugin here (it is '
+                    'installed under the name "%s"); plasmid hands what it '
+                    'does not host to ansible-core\'s plugin, so it cannot '
+                    'take that plugin\'s place: name it plasmid.accel.%s '
+                    'instead' % ((self.VANILLA,) + (self.transport,) * 2))
+            known = set(vanilla.option_definitions)
+            vanilla.set_options(direct={name: value for name, value in
+                                        self._options.items()
+                                        if name in known})
+            vanilla.set_become_plugin(self.become)
+            self._vanilla = vanilla
         return self._vanilla
 
+    def _broker_error(self, exc: BrokerError) -> Exception:
+        """The Ansible error for a failure the broker reports."""
+        text = str(exc)
+        if exc.kind in ('connect', 'lost'):
+            return _SshFailed(text)
+        return AnsibleError('plasmid: %s' % text)
 
 def _pkcs11_args(provider: Optional[str], password: Optional[str],
                  mechanism: str) -> list[str]:
@@ -673,9 +683,3 @@ def _prompt_timed_out(timeout: int, said: bytes) -> Exception:
         'Timeout (%ds) waiting for privilege escalation prompt: %s'
         % (timeout, said.decode('utf-8', 'replace')))
 
-
-def _ansible_error(exc: BrokerError) -> Exception:
-    text = str(exc)
-    if exc.kind in ('connect', 'lost'):
-        return _SshFailed(text)
-    return AnsibleError('plasmid: %s' % text)

@@ -9,7 +9,8 @@ every scalar with its origin: ~11 ms of a cold worker's CPU per task, even
 for tasks that never use the connection (``set_fact``, ``include_tasks``).
 Even PyYAML's C loader costs ~6 ms there.  So the options also live as a
 Python literal, generated from DOCUMENTATION (``python -m
-plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py``), and
+plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py`` and
+``local_options.py``), and
 ansible-core skips its own parse for a plugin whose options it already
 holds.
 
@@ -36,14 +37,22 @@ import os
 import sys
 from typing import Any
 
-PLUGIN = os.path.join(
+PLUGIN_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
         __file__)))),
-    'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection',
-    'ssh.py')
-GENERATED = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                         'ssh_options.py')
+    'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection')
+# Each connection plugin's name: the module its options are generated into.
+GENERATED = {
+    'ssh': os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        'ssh_options.py'),
+    'local': os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          'local_options.py'),
+}
 
+
+def plugin_file(name: str) -> str:
+    """The file of the connection plugin *name* (ssh, local)."""
+    return os.path.join(PLUGIN_DIR, name + '.py')
 
 def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
     """Give ansible-core the *options* of the plugin whose module is named
@@ -90,23 +99,25 @@ def options_of(documentation: str) -> dict[str, Any]:
     return options
 
 
-def render(options: dict[str, Any]) -> str:
+def render(name: str, options: dict[str, Any]) -> str:
     import pprint
 
     return (
         '# Generated from the DOCUMENTATION of\n'
-        '# ansible_collections/plasmid/accel/plugins/connection/ssh.py by\n'
+        '# ansible_collections/plasmid/accel/plugins/connection/%s.py by\n'
         '# `python -m plasmid.ansible.plugin_options`: edit that, then run\n'
         '# this.  Why a copy: see plasmid/ansible/plugin_options.py.\n'
-        'OPTIONS = ' + pprint.pformat(options, width=78, sort_dicts=True)
+        % name
+        + 'OPTIONS = ' + pprint.pformat(options, width=78, sort_dicts=True)
         + '\n')
 
 
 def main() -> int:
-    text = render(options_of(documentation_of(PLUGIN)))
-    with open(GENERATED, 'w') as out:
-        out.write(text)
-    print('wrote %s' % GENERATED)
+    for name, generated in GENERATED.items():
+        text = render(name, options_of(documentation_of(plugin_file(name))))
+        with open(generated, 'w') as out:
+            out.write(text)
+        print('wrote %s' % generated)
     return 0
 
 

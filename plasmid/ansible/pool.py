@@ -2,9 +2,10 @@
 started on first use and kept for the run, with what each holds (module
 payloads, calls sent ahead, temp dir bases).
 
-A login context is started by ``router.ssh``; a become user's by the
-router method of the become method's name (sudo, su, doas), through the
-login context.  A login that fails as a connection is tried again up to
+A login context is started by the router method its spec names
+(``router.ssh``, or ``router.local`` for the local connection); a become
+user's by the router method of the become method's name (sudo, su, doas),
+through the login context.  A login that fails as a connection is tried again up to
 the plugin's ``reconnection_retries``; tasks at once on one login each get
 a context (a *lane*, see Pool).
 """
@@ -61,6 +62,9 @@ LANE_IDLE = 60.0
 # Become methods the router starts interpreters with (connection.py's
 # HOSTED_BECOME maps plugin names onto these).
 BECOME_METHODS = ('sudo', 'su', 'doas')
+# Router methods a login spec's 'method' may name: the ssh connection's,
+# and the local connection's (an interpreter on the broker's machine).
+LOGIN_METHODS = ('ssh', 'local')
 
 
 class BecomeFailed(Exception):
@@ -103,6 +107,9 @@ class Target:
         # module needs.  Only the thread holding this lane touches them.
         self._sent_ahead: list[SentAhead] = []
         self.homes: dict[str, tuple] = {}
+        # The directory the context was moved to (the local connection's
+        # commands run in the task's directory); None: where it started.
+        self.cwd: Optional[str] = None
         # Temp dir bases (as ansible-core spells them) where a temp dir
         # was made: the path each names.
         self.tmp_bases: dict[str, str] = {}
@@ -166,14 +173,15 @@ class Pool:
     def get(self, spec: dict, python: Optional[str]) -> Target:
         """This thread's context for *spec*: its login, then its become
         user."""
-        login = _freeze(spec['ssh'])
+        login = _freeze(spec['login'])
         become = _freeze(spec.get('become'))
         if python is None:
             python = self._any_python(login, become)
         if not become:
-            return self._lane((login, python, None), None,
-                              lambda: self._log_in(dict(spec['ssh']), python))
-        via = self.get({'ssh': spec['ssh'], 'become': None}, python)
+            return self._lane(
+                (login, python, None), None,
+                lambda: self._log_in(dict(spec['login']), python))
+        via = self.get({'login': spec['login'], 'become': None}, python)
 
         def start() -> plasmid.Context:
             try:
@@ -363,16 +371,22 @@ class Pool:
         self.starting[key] -= 1
         self.released.notify_all()
 
-    def _log_in(self, ssh: dict, python: Optional[str]) -> plasmid.Context:
-        """The login's context, tried again up to its ``retries`` times
-        while it fails as a connection, pausing between tries as
-        vanilla's ssh plugin does."""
-        retries = ssh.pop('retries', 0) or 0
+    def _log_in(self, login: dict, python: Optional[str]) -> plasmid.Context:
+        """The login's context, by the router method the spec names; an ssh
+        login is tried again up to its ``retries`` times while it fails as
+        a connection, pausing between tries as vanilla's ssh plugin does."""
+        method = login.pop('method')
+        if method not in LOGIN_METHODS:
+            raise ValueError('no such login method: %r' % (method,))
+        if method == 'local':
+            return self.router.local(python_path=python or FIND_PYTHON,
+                                     **login)
+        retries = login.pop('retries', 0) or 0
         attempt = 0
         while True:
             try:
                 return self.router.ssh(python_path=python or FIND_PYTHON,
-                                       **ssh)
+                                       **login)
             except ConnectError as exc:
                 if attempt >= retries or not worth_retrying(exc):
                     raise
@@ -395,14 +409,14 @@ class Pool:
             method + '_args': options.get('flags') or [],
             method + '_path': options.get('exe') or None,
             'python_path': python or via.context.python_path,
-            'connect_timeout': spec['ssh'].get('connect_timeout') or 30,
+            'connect_timeout': spec['login'].get('connect_timeout') or 30,
             'prompt_timeout': options.get('prompt_timeout'),
             **(options.get('extra') or {})})
 
     def retire_account(self, spec: dict, username: str) -> int:
         """Shut down the contexts of *spec*'s login that run as become user
         *username*; the next task as that user starts one afresh."""
-        login = _freeze(spec['ssh'])
+        login = _freeze(spec['login'])
         return self._shut_down(
             lambda key, _: key[0] == login and key[2] is not None and
             dict(key[2]).get('username') == username)
@@ -415,7 +429,7 @@ class Pool:
     def reset(self, spec: dict) -> int:
         """Shut down every context of *spec*'s login, every lane; the next
         task starts afresh (``meta: reset_connection``)."""
-        login = _freeze(spec['ssh'])
+        login = _freeze(spec['login'])
         return self._shut_down(lambda key, _: key[0] == login)
 
     def abandon(self, spec: dict, busy) -> int:
@@ -425,7 +439,7 @@ class Pool:
         run); the host's next task takes another lane or starts one, as its
         vanilla counterpart opens a new ssh session, instead of queueing
         behind that call.  Other tasks' lanes go on."""
-        login = _freeze(spec['ssh'])
+        login = _freeze(spec['login'])
         me = threading.get_ident()
         with self.lock:
             mine = [t for (lg, _, bc), lanes in self.targets.items()

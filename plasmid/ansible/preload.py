@@ -5,7 +5,7 @@ strategy.
 
 ansible-playbook preloads its builtin connection plugins, never a
 collection's, so with forked workers each task's worker imports
-``plasmid.accel.ssh`` afresh.  A callback is made in ansible-playbook
+``plasmid.accel.ssh`` (or ``plasmid.accel.local``) afresh.  A callback is made in ansible-playbook
 itself before the first worker forks: loading the plugin there leaves it,
 and its options, in every worker's copy of the process.
 """
@@ -16,14 +16,15 @@ from ansible.plugins.loader import connection_loader
 
 from plasmid.ansible import listing_cache
 
-CONNECTION = 'plasmid.accel.ssh'
+CONNECTIONS = ('plasmid.accel.ssh', 'plasmid.accel.local')
 
 
 def preload_connection() -> None:
-    """Import the connection plugin, register its options and import the
-    modules its commands need, here (class_only: the module and its
-    options, no connection object)."""
-    connection_loader.get(CONNECTION, class_only=True)
+    """Import the connection plugins, register their options and import
+    the modules their commands need, here (class_only: the modules and
+    their options, no connection object)."""
+    for name in CONNECTIONS:
+        connection_loader.get(name, class_only=True)
     from plasmid.ansible import connection
     connection.import_runtime()
 

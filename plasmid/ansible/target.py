@@ -319,6 +319,17 @@ def _files_from_readers_on_3_9():
     _common.from_package = from_package
 
 
+def change_dir(path):
+    """Move this context to *path*, the directory the local connection's
+    commands run in (module processes and shells inherit it).  One this
+    account cannot enter leaves it where it was: True if it moved."""
+    try:
+        os.chdir(path)
+    except OSError:
+        return False
+    return True
+
+
 def _check_cwd():
     """Become may leave us in a directory we cannot read; so may the
     wrapper's caller: it moves to ~ or / then, and so do we."""

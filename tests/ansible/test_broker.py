@@ -237,7 +237,7 @@ def test_a_failed_become_start_is_classified_for_the_worker(
         password = sshd.password  # sudo checks it before its rules
     elif password is not None:
         password = password + sshd.password
-    spec = {'ssh': sshd.ssh_kwargs(),
+    spec = {'login': dict(sshd.ssh_kwargs(), method='ssh'),
             'become': {'method': 'sudo', 'username': username,
                        'password': password}}
     with plasmid.Router() as router:
@@ -260,7 +260,7 @@ def test_a_result_beyond_hold_above_comes_over_in_pieces(sshd, version):
     character here straddles each piece's end), and the context lets the
     result go once read."""
     python = version and require_python(version)
-    spec = {'ssh': sshd.ssh_kwargs(), 'become': None}
+    spec = {'login': dict(sshd.ssh_kwargs(), method='ssh'), 'become': None}
     # 9,000,000 bytes of 'é\n' (3 bytes; a piece is 3 * 1398101 + 1)
     command = ('yes "$(printf \'\\303\\251\')" | head -n 3000000; '
                'seq 1 1000 >&2')
@@ -321,7 +321,7 @@ def test_workers_of_one_login_at_once_lose_no_call_sent_ahead(sshd):
     and each clean-up it sent ahead is collected once: none lost, none
     warned twice, no task failed for another's.  Threads switch far more
     often than usual here, so that the workers interleave in the broker."""
-    spec = {'ssh': sshd.ssh_kwargs(), 'become': None}
+    spec = {'login': dict(sshd.ssh_kwargs(), method='ssh'), 'become': None}
     shell = ('shell', (spec, None, 'true', None, None, None, None))
     answers = []
     interval = sys.getswitchinterval()

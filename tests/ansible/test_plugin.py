@@ -82,7 +82,7 @@ ours = connection_loader.get('plasmid.accel.ssh', PlayContext())
 connection_loader.get = lambda *args, **kwargs: connection_loader.__class__ \\
     .get(connection_loader, 'plasmid.accel.ssh', *args[1:], **kwargs)
 try:
-    ours._vanilla_ssh()
+    ours._vanilla_plugin()
 except Exception as exc:
     print(type(exc).__name__, exc)
 else:
@@ -94,5 +94,5 @@ def test_a_fallback_that_would_reach_itself_says_why(ansible_bin):
     out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c',
                           FALLBACK_TO_ITSELF], cwd='/',
                          check=True, capture_output=True, text=True).stdout
-    assert out.startswith('_VanillaSshShadowed '), out
+    assert out.startswith('_VanillaShadowed '), out
     assert 'name it plasmid.accel.ssh instead' in out, out

@@ -14,12 +14,17 @@ import pytest
 
 from plasmid.ansible import plugin_options
 
-MODULE_NAME = 'ansible_collections.plasmid.accel.plugins.connection.ssh'
+PLUGINS = ('ssh', 'local')
+
+
+def module_name(plugin: str) -> str:
+    return 'ansible_collections.plasmid.accel.plugins.connection.' + plugin
+
 
 # Every registration of plugin options, then the plugin loaded the way a
 # worker loads it (instantiated, options set, one read back).
 LOAD_AND_RECORD = """
-import json
+import json, sys
 from ansible import constants as C
 from ansible.playbook.play_context import PlayContext
 from ansible.plugins.loader import connection_loader, init_plugin_loader
@@ -30,12 +35,12 @@ def record(plugin_type, name, defs):
     registered.append([plugin_type, name])
     return initialize(plugin_type, name, defs)
 C.config.initialize_plugin_configuration_definitions = record
-connection = connection_loader.get('plasmid.accel.ssh', PlayContext())
+connection = connection_loader.get('plasmid.accel.' + sys.argv[1],
+                                   PlayContext())
 connection.set_options()
 print(json.dumps({'registered': registered,
                   'load_name': connection._load_name,
-                  'ssh_args': connection.get_option('ssh_args'),
-                  'timeout': connection.get_option('timeout')}))
+                  'pipelining': connection.get_option('pipelining')}))
 """
 
 # ansible-core's own reading of our documentation against ours.
@@ -44,11 +49,12 @@ import json, sys
 from ansible.plugins.loader import (connection_loader, fragment_loader,
                                     init_plugin_loader)
 from ansible.utils.plugin_docs import get_docstring
-from plasmid.ansible import ssh_options
+import importlib
 init_plugin_loader()
-path = connection_loader.find_plugin('plasmid.accel.ssh')
+path = connection_loader.find_plugin('plasmid.accel.' + sys.argv[1])
 theirs = get_docstring(path, fragment_loader)[0]['options']
-print(json.dumps({'theirs': theirs, 'ours': ssh_options.OPTIONS},
+ours = importlib.import_module('plasmid.ansible.%s_options' % sys.argv[1])
+print(json.dumps({'theirs': theirs, 'ours': ours.OPTIONS},
                  default=str, sort_keys=True))
 """
 
@@ -65,8 +71,8 @@ read, write = os.pipe()
 pid = os.fork()
 if pid == 0:
     before = set(sys.modules)
-    connection = connection_loader.get('plasmid.accel.ssh', PlayContext(),
-                                       os.devnull)
+    connection = connection_loader.get('plasmid.accel.' + sys.argv[1],
+                                       PlayContext(), os.devnull)
     connection.set_options(var_options={})
     connection.close()
     new = sorted(m for m in set(sys.modules) - before
@@ -91,16 +97,18 @@ read, write = os.pipe()
 pid = os.fork()
 if pid == 0:
     from plasmid.ansible.connection import RUNTIME_MODULES
-    state = {'imported': %r in sys.modules,
-             'options': C.config.has_configuration_definition(
-                 'connection', %r),
+    names = ['ansible_collections.plasmid.accel.plugins.connection.' + p
+             for p in ('ssh', 'local')]
+    state = {'imported': all(n in sys.modules for n in names),
+             'options': all(C.config.has_configuration_definition(
+                 'connection', n) for n in names),
              'runtime': all(m in sys.modules for m in RUNTIME_MODULES)}
     os.write(write, json.dumps(state).encode())
     os._exit(0)
 os.close(write)
 os.waitpid(pid, 0)
 print(os.read(read, 4096).decode())
-""" % (MODULE_NAME, MODULE_NAME)
+"""
 
 
 def run_in(ansible_bin: str, code: str, *args: str):
@@ -111,45 +119,53 @@ def run_in(ansible_bin: str, code: str, *args: str):
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_options_are_registered_once_under_ansible_cores_name(ansible_bin):
+@pytest.mark.parametrize('plugin', PLUGINS)
+def test_options_are_registered_once_under_ansible_cores_name(ansible_bin,
+                                                              plugin):
     """If a release keeps plugin options under another name than the
     plugin module's, ansible-core registers them a second time (and parses
     the documentation again): this fails loudly then."""
-    got = run_in(ansible_bin, LOAD_AND_RECORD)
+    got = run_in(ansible_bin, LOAD_AND_RECORD, plugin)
     ours = [r for r in got['registered'] if r[0] == 'connection' and
             'plasmid' in r[1]]
-    assert ours == [['connection', MODULE_NAME]]
-    assert got['load_name'] == MODULE_NAME
-    assert got['ssh_args'] == '-C'
-    assert got['timeout'] == 10
+    assert ours == [['connection', module_name(plugin)]]
+    assert got['load_name'] == module_name(plugin)
+    assert got['pipelining'] is True  # ours, unlike vanilla's
 
 
-def test_options_are_what_ansible_cores_own_loader_reads(ansible_bin):
-    """Fails when DOCUMENTATION was edited and ssh_options.py was not
+@pytest.mark.parametrize('plugin', PLUGINS)
+def test_options_are_what_ansible_cores_own_loader_reads(ansible_bin,
+                                                         plugin):
+    """Fails when DOCUMENTATION was edited and its options module was not
     regenerated (or the other way round)."""
-    got = run_in(ansible_bin, COMPARE_PARSES)
+    got = run_in(ansible_bin, COMPARE_PARSES, plugin)
     assert got['ours'] == got['theirs']
-    assert 'ssh_args' in got['ours'] and 'become_user' not in got['ours']
+    assert 'pipelining' in got['ours'] and 'become_user' not in got['ours']
 
 
-def test_the_generated_options_are_up_to_date():
-    text = plugin_options.render(plugin_options.options_of(
-        plugin_options.documentation_of(plugin_options.PLUGIN)))
-    with open(plugin_options.GENERATED) as generated:
+@pytest.mark.parametrize('plugin', PLUGINS)
+def test_the_generated_options_are_up_to_date(plugin):
+    text = plugin_options.render(plugin, plugin_options.options_of(
+        plugin_options.documentation_of(plugin_options.plugin_file(plugin))))
+    with open(plugin_options.GENERATED[plugin]) as generated:
         assert generated.read() == text, \
             'run: python -m plasmid.ansible.plugin_options'
 
 
-def test_a_worker_that_never_connects_imports_no_runtime(ansible_bin):
+@pytest.mark.parametrize('plugin', PLUGINS)
+def test_a_worker_that_never_connects_imports_no_runtime(ansible_bin,
+                                                         plugin):
     """Each import costs a forked worker about a millisecond of CPU:
     commands, payload, client and the whole core (even its errors, which
     the package's names load on first use) wait until a command runs."""
-    got = run_in(ansible_bin, WORKER_IMPORTS)
+    got = run_in(ansible_bin, WORKER_IMPORTS, plugin)
     assert 'plasmid.ansible.connection' in got
-    assert set(got) <= {'plasmid', 'plasmid.ansible',
-                        'plasmid.ansible.connection',
-                        'plasmid.ansible.plugin_options',
-                        'plasmid.ansible.ssh_options'}, got
+    allowed = {'plasmid', 'plasmid.ansible', 'plasmid.ansible.connection',
+               'plasmid.ansible.plugin_options',
+               'plasmid.ansible.%s_options' % plugin}
+    if plugin == 'local':
+        allowed.add('plasmid.ansible.local_connection')
+    assert set(got) <= allowed, got
 
 
 @pytest.mark.parametrize('mode', ['preload', 'none'])

@@ -16,7 +16,8 @@ from testbed.pythons import require_python
 
 
 def _spec(sshd, become=None, **ssh) -> dict:
-    return {'ssh': dict(sshd.ssh_kwargs(), **ssh), 'become': become}
+    return {'login': dict(sshd.ssh_kwargs(), method='ssh', **ssh),
+            'become': become}
 
 
 ROOT = {'method': 'sudo', 'username': 'root'}
@@ -269,7 +270,7 @@ def test_an_unknown_become_method_is_refused(sshd):
 
 def _first_lane(contexts: pool.Pool, spec: dict) -> pool.Target:
     """The login lane of *spec* that idle lanes never take."""
-    return contexts.targets[(pool._freeze(spec['ssh']), None, None)][0]
+    return contexts.targets[(pool._freeze(spec['login']), None, None)][0]
 
 
 def _wait_gone(lanes: list, timeout: float = 30.0) -> None:
