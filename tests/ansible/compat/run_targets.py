@@ -38,6 +38,14 @@ target; it is run the way connection_ssh runs it: its test.sh with an
 inventory of two hosts (pipelining on and off) on the test bed's sshd, with
 ``ansible_connection`` ssh or plasmid.accel.ssh.
 
+``connection_local`` (beyond the issue's list; ``--targets
+connection_local``) runs that suite, and on 2.19+ a playbook of become
+password handling, with the local connection.  Its files name
+``ansible_connection=local`` themselves, so in a plasmid tree they are
+edited to name plasmid.accel.local (``LOCAL_EDITS``: each edit must find
+its text, or the run stops, naming the file), and its runme.sh exports
+PLASMID_ANSIBLE_STATS so that the counters prove the accelerator ran.
+
 Results go under build/ansible-compat/ (one JSON file and one log per
 version, mode and target); the Markdown report (docs/ansible-compat.md) is
 written from every result found there.
@@ -111,6 +119,9 @@ TARGETS = (
     'become_sudo', 'become_unprivileged', 'remote_tmp',
     'interpreter_discovery_python', 'connection', 'meta_tasks',
     'wait_for_connection', 'gathering_facts',
+    # Beyond the issue's list: the conformance suite over the local
+    # connection, which plasmid.accel.local takes in a plasmid tree.
+    'connection_local',
 )
 
 # Targets beyond the issue's that choose the free or host_pinned strategy:
@@ -180,6 +191,24 @@ import os as _os, uuid as _uuid  # noqa: E402
 _os.environ.setdefault('PLASMID_ANSIBLE_STATS', _os.path.join(
     %r, 'broker-%%s.json' %% _uuid.uuid4().hex))
 '''
+
+# connection_local's files, edited in a plasmid tree so that its local
+# connection is plasmid.accel.local: file -> (text, its replacement); a
+# file a release lacks (2.18 has no become playbook) is left out.
+LOCAL_TARGET = os.path.join('test', 'integration', 'targets', 'connection_local')
+LOCAL_EDITS = {
+    'test_connection.inventory': (
+        '\nansible_connection=local\n',
+        '\nansible_connection=plasmid.accel.local\n'),
+    'test_become_password_handling.yml': (
+        '- hosts: testhost\n  gather_facts: no\n',
+        '- hosts: testhost\n  gather_facts: no\n  vars:\n'
+        '    ansible_connection: plasmid.accel.local\n'),
+    'runme.sh': (
+        '\nset -eux\n',
+        '\nset -eux\nexport PLASMID_ANSIBLE_STATS=%(stats)s/broker-local.json\n'),
+}
+
 
 # Builtin strategy file -> the plasmid class that extends it.
 SHIMMED_STRATEGIES = {'linear.py': 'StrategyModule',
@@ -324,10 +353,30 @@ class Tree:
             with open(PLUGIN) as handle:
                 text = handle.read()
             self._shim('connection', 'ssh.py', text + STATS_LINE % self.stats_dir)
+            self._edit_local_target()
         if mode == 'plasmid-strategy':
             for name, cls in SHIMMED_STRATEGIES.items():
                 self._shim('strategy', name, STRATEGY_SHIM % {
                     'file': name, 'cls': cls, 'stats': self.stats_dir})
+
+    def _edit_local_target(self) -> None:
+        """connection_local's local connection becomes plasmid.accel.local
+        (see LOCAL_EDITS); the edits are made once per unpacked tree."""
+        target = os.path.join(self.root, LOCAL_TARGET)
+        for name, (text, replacement) in LOCAL_EDITS.items():
+            path = os.path.join(target, name)
+            if not os.path.exists(path):
+                continue
+            replacement %= {'stats': self.stats_dir}
+            with open(path) as handle:
+                content = handle.read()
+            if replacement in content:
+                continue
+            if text not in content:
+                raise SystemExit('%s: %r not found: connection_local changed, '
+                                 'update LOCAL_EDITS' % (path, text))
+            with open(path, 'w') as handle:
+                handle.write(content.replace(text, replacement, 1))
 
     def plugin_dir(self, kind: str) -> str:
         """Where ansible-test looks for the tree's own plugins of *kind*."""
@@ -1077,7 +1126,7 @@ def main(argv: list[str]) -> int:
                         help='comma-separated ansible-core versions (%s; default 2.21, '
                         'or with --report-only every version with results)' % ','.join(VERSIONS))
     parser.add_argument('--targets', default=','.join(TARGETS),
-                        help='comma-separated targets (default: the %d of the issue)' % len(TARGETS))
+                        help='comma-separated targets (default: the %d of the issue, and connection_local)' % (len(TARGETS) - 1))
     parser.add_argument('--modes', default=','.join(DEFAULT_MODES),
                         help='of %s' % ', '.join(MODES))
     parser.add_argument('--jobs', type=int, default=1, help='targets run at once (at most 2 advised)')
