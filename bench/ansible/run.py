@@ -63,8 +63,13 @@ ok count and no failure, or it is reported as failed.
 local100 runs its tasks on the controller, as root: ``-e
 ansible_connection=local`` for vanilla and Mitogen (whose strategy runs
 that as mitogen_local), ``-e ansible_connection=plasmid.accel.local`` for
-plasmid's peers.  Nothing crosses the relay, so it has no bytes target;
-its controller CPU is all the CPU the run used.
+plasmid's peers.  podman100 runs them in a podman container of the test
+bed's image (tests/testbed/containers.py, started for the run): ``-e
+ansible_connection=podman`` (containers.podman.podman from the bundle
+.ci/setup unpacks; Mitogen's strategy makes it mitogen_podman) or
+plasmid.accel.podman.  Nothing crosses the relay in either, so they have no
+bytes target; the controller CPU is all the CPU the run used, but the
+container's processes' (podman exec's children are not the run's).
 
 --strategy free runs every peer on its free strategy instead: vanilla
 and the plasmid and floor peers on ansible.builtin.free, Mitogen on
@@ -84,6 +89,7 @@ last host's answer).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -106,7 +112,7 @@ import benchlib  # noqa: E402
 benchlib.setup_paths()
 
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
-from testbed import accounts  # noqa: E402
+from testbed import accounts, containers  # noqa: E402
 from testbed.procs import descendants  # noqa: E402
 
 sys.path.insert(0, HERE)
@@ -133,6 +139,13 @@ FETCH_MIB = {False: 64, True: 8}
 TARGET_WALL_VS_MITOGEN = 0.5     # one host: plasmid wall <= 1/2 Mitogen's
 TARGET_CPU_VS_VANILLA = 0.5      # controller CPU <= 1/2 vanilla's
 TARGET_HOSTS_THROUGHPUT = 3.0    # 50 hosts: >= 3x Mitogen's tasks/s
+# Scenarios that do not run over ssh: where -> (the connection vanilla's
+# and Mitogen's runs name, which Mitogen's strategy takes over, plasmid's).
+CONNECTIONS = {'local': ('local', 'plasmid.accel.local'),
+               'podman': ('podman', 'plasmid.accel.podman')}
+# Where containers.podman (vanilla's podman connection) is: .ci/setup
+# takes it from the "ansible" bundle.
+COLLECTIONS = '/opt/plasmid-ansible/collections'
 
 
 # ------------------------------------------------------------- scenarios
@@ -152,9 +165,10 @@ class Scenario:
     # Where Mitogen is slower than vanilla, the target is vanilla's wall
     # time plus this many seconds (and none of the ratio targets).
     vanilla_slack: Optional[float] = None
-    # Tasks on the controller: ansible_connection local (Mitogen's strategy
-    # makes that mitogen_local), plasmid.accel.local for plasmid's peers.
-    local: bool = False
+    # Where the tasks run: 'ssh' (the private sshd), 'local' (the
+    # controller) or 'podman' (a container of the test bed's image); see
+    # CONNECTIONS.
+    where: str = 'ssh'
 
     @property
     def label(self) -> str:
@@ -175,9 +189,13 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
         Scenario('become20', '20 tasks command /bin/true with become (sudo), '
                  '1 host', 'become.yml', 1, 20, 20, ['--tags', 'first20']),
         Scenario('local100', '%d tasks command /bin/true on the controller '
-                 '(local connection)' % become, 'local.yml', 1, become,
+                 '(local connection)' % become, 'true100.yml', 1, become,
                  become, ['--tags', 'first20'] if quick else [],
-                 commands_only=False, local=True),
+                 commands_only=False, where='local'),
+        Scenario('podman100', '%d tasks command /bin/true in a podman '
+                 'container' % become, 'true100.yml', 1, become, become,
+                 ['--tags', 'first20'] if quick else [],
+                 commands_only=False, where='podman'),
         Scenario('loop100', 'with_items loop of %d items, command /bin/true, '
                  '1 host' % items, 'loop.yml', 1, 1, items,
                  ['-e', 'items=%d' % items]),
@@ -496,6 +514,7 @@ class Bench:
                                      'ansible-bench')
         self.src_dir = os.path.join(work, 'src')     # bigfiles' sources
         self.digests: list[str] = []   # plasmid's source, run by run
+        self.container: Optional[str] = None  # podman100's, when chosen
 
     def venv(self, peer: str) -> str:
         return self.args.mitogen_venv if peer == 'mitogen' else self.args.venv
@@ -521,9 +540,13 @@ class Bench:
                 '-e', 'run_id=%s' % name, '-e', 'dest_dir=%s' % self.dest_dir,
                 '-e', 'src_dir=%s' % self.src_dir,
                 *scenario.args, *self.args.ansible_arg]
-        if scenario.local:
+        if scenario.where != 'ssh':
+            theirs, ours = CONNECTIONS[scenario.where]
             argv += ['-e', 'ansible_connection=%s' % (
-                'plasmid.accel.local' if peer in PLASMID_PEERS else 'local')]
+                ours if peer in PLASMID_PEERS else theirs)]
+        if scenario.where == 'podman':
+            argv += ['-e', 'ansible_host=%s' % self.container]
+            env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
         if peer in PLASMID_PEERS:
             digest = plasmid_digest()
             if digest not in self.digests:
@@ -683,7 +706,7 @@ def _verdicts(scenario: Scenario, ours: str, med: dict) -> list[str]:
         verdicts.append('%s: wall <= 1/2 of Mitogen: %.2fx -> %s' % (
             label, p['wall'] / m['wall'],
             benchlib.met(p['wall'] <= TARGET_WALL_VS_MITOGEN * m['wall'])))
-        if not scenario.local:  # no bytes cross the network there
+        if scenario.where == 'ssh':  # no bytes cross the relay otherwise
             verdicts.append('%s: bytes <= Mitogen: %.2fx -> %s' % (
                 label, p['bytes'] / m['bytes'],
                 benchlib.met(p['bytes'] <= m['bytes'])))
@@ -793,7 +816,7 @@ def main() -> None:
     verdicts = []
     create_account()
     try:
-        with BenchSshServer() as server:
+        with BenchSshServer() as server, contextlib.ExitStack() as stack:
             server.authorize(BENCH_USER)
             user = pwd.getpwnam(BENCH_USER)
             dest = os.path.join(user.pw_dir, 'ansible-bench')
@@ -808,6 +831,8 @@ def main() -> None:
                 inventories[True] = os.path.join(work, 'inventory-rtt.yml')
                 write_inventory(inventories[True], server, relays[True].ports)
             bench = Bench(args, server, relays, inventories, work, strategy)
+            if any(s.where == 'podman' for s in chosen):
+                bench.container = stack.enter_context(containers.container())
             if any(s.name == 'bigfiles' for s in chosen):
                 write_big_files(bench.src_dir, BIG_FILES_MIB[args.quick])
             if not args.no_warmup:

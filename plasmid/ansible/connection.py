@@ -521,6 +521,10 @@ class Connection(ConnectionBase):
             from ansible.plugins.loader import connection_loader
             vanilla = connection_loader.get(self.VANILLA, self._play_context,
                                             shell=self._shell)
+            if vanilla is None:
+                raise AnsibleError(
+                    'plasmid hands this to the %s connection plugin, which '
+                    'is not installed' % self.VANILLA)
             if isinstance(vanilla, Connection):
                 # Installed as ssh.py in a plugin path: 2.19+ then imports
                 # the builtin's file under the same module name as ours.

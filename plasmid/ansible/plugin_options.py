@@ -9,8 +9,8 @@ every scalar with its origin: ~11 ms of a cold worker's CPU per task, even
 for tasks that never use the connection (``set_fact``, ``include_tasks``).
 Even PyYAML's C loader costs ~6 ms there.  So the options also live as a
 Python literal, generated from DOCUMENTATION (``python -m
-plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py`` and
-``local_options.py``), and
+plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py``,
+``local_options.py`` and ``podman_options.py``), and
 ansible-core skips its own parse for a plugin whose options it already
 holds.
 
@@ -47,6 +47,8 @@ GENERATED = {
                         'ssh_options.py'),
     'local': os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           'local_options.py'),
+    'podman': os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'podman_options.py'),
 }
 
 

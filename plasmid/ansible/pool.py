@@ -63,8 +63,9 @@ LANE_IDLE = 60.0
 # HOSTED_BECOME maps plugin names onto these).
 BECOME_METHODS = ('sudo', 'su', 'doas')
 # Router methods a login spec's 'method' may name: the ssh connection's,
-# and the local connection's (an interpreter on the broker's machine).
-LOGIN_METHODS = ('ssh', 'local')
+# the local connection's (an interpreter on the broker's machine) and the
+# podman connection's (one in a container there).
+LOGIN_METHODS = ('ssh', 'local', 'podman')
 
 
 class BecomeFailed(Exception):
@@ -378,9 +379,9 @@ class Pool:
         method = login.pop('method')
         if method not in LOGIN_METHODS:
             raise ValueError('no such login method: %r' % (method,))
-        if method == 'local':
-            return self.router.local(python_path=python or FIND_PYTHON,
-                                     **login)
+        if method != 'ssh':
+            start = getattr(self.router, method)
+            return start(python_path=python or FIND_PYTHON, **login)
         retries = login.pop('retries', 0) or 0
         attempt = 0
         while True:

@@ -17,8 +17,9 @@ PROMPT = None
 
 
 def exec_argv(program, spec, boot_argv):
-    """``program exec -i [--user U] [args] CONTAINER python...``."""
-    args = [program, 'exec', '-i']
+    """``program [client args] exec -i [--user U] [exec args] CONTAINER
+    python...``."""
+    args = [program] + list(spec.get('client_args') or []) + ['exec', '-i']
     if spec.get('username'):
         args += ['--user', spec['username']]
     args += list(spec.get('exec_args') or [])

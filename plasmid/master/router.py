@@ -352,29 +352,33 @@ class Router:
                python_path: PythonPath = None,
                exec_args: Optional[Sequence[str]] = None,
                docker_path: Optional[str] = None, name: Optional[str] = None,
-               connect_timeout: float = 30.0) -> MasterContext:
+               connect_timeout: float = 30.0,
+               docker_args: Optional[Sequence[str]] = None) -> MasterContext:
         """Start Python inside the running *container* through ``docker
         exec``, here or on *via*: as *username* (``--user``: a name or
         uid[:gid] the container knows) or the container's own user.
         *python_path* is an interpreter of the container's (default
         ``python3`` on its PATH); *exec_args* go to ``docker exec`` before
-        the container (``-e``, ``-w``, ``--privileged``)."""
-        return self._start_in_container('docker', container, username, via,
-                                        python_path, exec_args, name,
-                                        connect_timeout,
-                                        docker_path=docker_path)
+        the container (``-e``, ``-w``, ``--privileged``), *docker_args*
+        to ``docker`` before ``exec`` (``--context``, ``--host``)."""
+        return self._start_in_container(
+            'docker', container, username, via, python_path, exec_args,
+            name, connect_timeout, docker_path=docker_path,
+            client_args=_checked_args('docker_args', docker_args))
 
     def podman(self, container: str, username: Optional[str] = None,
                via: Optional[MasterContext] = None,
                python_path: PythonPath = None,
                exec_args: Optional[Sequence[str]] = None,
                podman_path: Optional[str] = None, name: Optional[str] = None,
-               connect_timeout: float = 30.0) -> MasterContext:
-        """As :meth:`docker`, through ``podman exec``."""
-        return self._start_in_container('podman', container, username, via,
-                                        python_path, exec_args, name,
-                                        connect_timeout,
-                                        podman_path=podman_path)
+               connect_timeout: float = 30.0,
+               podman_args: Optional[Sequence[str]] = None) -> MasterContext:
+        """As :meth:`docker`, through ``podman exec``; *podman_args* go to
+        ``podman`` before ``exec`` (``--remote``, ``--url``, ``--root``)."""
+        return self._start_in_container(
+            'podman', container, username, via, python_path, exec_args,
+            name, connect_timeout, podman_path=podman_path,
+            client_args=_checked_args('podman_args', podman_args))
 
     def lxc(self, container: str, via: Optional[MasterContext] = None,
             python_path: PythonPath = None,

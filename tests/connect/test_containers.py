@@ -109,11 +109,31 @@ def test_no_python_in_the_container_is_a_connect_error(router,
     assert "no Python at '/usr/bin/python9'" in str(info.value)
 
 
+def test_podman_args_go_to_podman_before_exec(router, container) -> None:
+    """A global option of podman's works there; the same word after
+    ``exec`` would be refused as an option exec does not know."""
+    ctx = router.podman(container=container,
+                        podman_args=['--log-level', 'error'])
+    assert ctx.call(connect_fns.in_a_container) is True
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.podman(container=container, podman_args=['--no-such-flag'],
+                      connect_timeout=20)
+    assert '--no-such-flag' in str(info.value)
+
+
+@pytest.mark.parametrize('method', ['docker', 'podman'])
+def test_client_args_must_be_a_list(router, method) -> None:
+    with pytest.raises(ValueError, match='%s_args' % method):
+        getattr(router, method)(container='c', **{method + '_args': '-x'})
+    assert router.streams == []
+
+
 def test_a_docker_context_runs_in_the_container(router, container,
                                                 docker_host,
                                                 monkeypatch) -> None:
     monkeypatch.setenv('DOCKER_HOST', docker_host)
-    ctx = router.docker(container=container, username='nobody')
+    ctx = router.docker(container=container, username='nobody',
+                        docker_args=['--log-level', 'error'])
     assert ctx.call(connect_fns.in_a_container) is True
     assert ctx.call(connect_fns.getuid) == 65534
     assert ctx.name.startswith('docker.%s.' % container)

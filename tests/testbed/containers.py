@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 
 from .procs import alive
 
-IMAGE = 'localhost/plasmid-testbed:bookworm'
+IMAGE = 'localhost/plasmid-testbed:bookworm-stdlib'
 ROOTFS = '/var/lib/plasmid-testbed/rootfs'
 LXC_DIR = '/var/lib/lxc'
 LXC_HOST_NAME = 'plasmid-lxc'
