@@ -64,8 +64,8 @@ local100 runs its tasks on the controller, as root: ``-e
 ansible_connection=local`` for vanilla and Mitogen (whose strategy runs
 that as mitogen_local), ``-e ansible_connection=plasmid.accel.local`` for
 plasmid's peers.  podman100 runs them in a podman container of the test
-bed's image (tests/testbed/containers.py, started for the run): ``-e
-ansible_connection=podman`` (containers.podman.podman from the bundle
+bed's image (tests/testbed/containers.py, started for the run), as its
+root: ``-e ansible_connection=podman`` (containers.podman.podman from the bundle
 .ci/setup unpacks; Mitogen's strategy makes it mitogen_podman) or
 plasmid.accel.podman.  Nothing crosses the relay in either, so they have no
 bytes target; the controller CPU is all the CPU the run used, but the
@@ -545,7 +545,9 @@ class Bench:
             argv += ['-e', 'ansible_connection=%s' % (
                 ours if peer in PLASMID_PEERS else theirs)]
         if scenario.where == 'podman':
-            argv += ['-e', 'ansible_host=%s' % self.container]
+            # The container's root, not the ssh scenarios' account.
+            argv += ['-e', 'ansible_host=%s' % self.container,
+                     '-e', 'ansible_user=root']
             env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
         if peer in PLASMID_PEERS:
             digest = plasmid_digest()

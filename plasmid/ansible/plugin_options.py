@@ -10,7 +10,7 @@ for tasks that never use the connection (``set_fact``, ``include_tasks``).
 Even PyYAML's C loader costs ~6 ms there.  So the options also live as a
 Python literal, generated from DOCUMENTATION (``python -m
 plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py``,
-``local_options.py`` and ``podman_options.py``), and
+``local_options.py``, ``podman_options.py`` and ``docker_options.py``), and
 ansible-core skips its own parse for a plugin whose options it already
 holds.
 
@@ -49,6 +49,8 @@ GENERATED = {
                           'local_options.py'),
     'podman': os.path.join(os.path.dirname(os.path.abspath(__file__)),
                            'podman_options.py'),
+    'docker': os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'docker_options.py'),
 }
 
 

@@ -64,8 +64,8 @@ LANE_IDLE = 60.0
 BECOME_METHODS = ('sudo', 'su', 'doas')
 # Router methods a login spec's 'method' may name: the ssh connection's,
 # the local connection's (an interpreter on the broker's machine) and the
-# podman connection's (one in a container there).
-LOGIN_METHODS = ('ssh', 'local', 'podman')
+# container connections' (one in a container there).
+LOGIN_METHODS = ('ssh', 'local', 'podman', 'docker')
 
 
 class BecomeFailed(Exception):

@@ -5,7 +5,7 @@ strategy.
 
 ansible-playbook preloads its builtin connection plugins, never a
 collection's, so with forked workers each task's worker imports
-``plasmid.accel.ssh`` (or ``.local``, ``.podman``) afresh.  A callback is made in ansible-playbook
+``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``) afresh.  A callback is made in ansible-playbook
 itself before the first worker forks: loading the plugin there leaves it,
 and its options, in every worker's copy of the process.
 """
@@ -17,7 +17,7 @@ from ansible.plugins.loader import connection_loader
 from plasmid.ansible import listing_cache
 
 CONNECTIONS = ('plasmid.accel.ssh', 'plasmid.accel.local',
-               'plasmid.accel.podman')
+               'plasmid.accel.podman', 'plasmid.accel.docker')
 
 
 def preload_connection() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from plasmid.ansible import plugin_options
 
-PLUGINS = ('ssh', 'local', 'podman')
+PLUGINS = ('ssh', 'local', 'podman', 'docker')
 
 
 def module_name(plugin: str) -> str:
@@ -98,7 +98,7 @@ pid = os.fork()
 if pid == 0:
     from plasmid.ansible.connection import RUNTIME_MODULES
     names = ['ansible_collections.plasmid.accel.plugins.connection.' + p
-             for p in ('ssh', 'local', 'podman')]
+             for p in ('ssh', 'local', 'podman', 'docker')]
     state = {'imported': all(n in sys.modules for n in names),
              'options': all(C.config.has_configuration_definition(
                  'connection', n) for n in names),
@@ -163,8 +163,10 @@ def test_a_worker_that_never_connects_imports_no_runtime(ansible_bin,
     allowed = {'plasmid', 'plasmid.ansible', 'plasmid.ansible.connection',
                'plasmid.ansible.plugin_options',
                'plasmid.ansible.%s_options' % plugin}
-    if plugin != 'ssh':
-        allowed.add('plasmid.ansible.%s_connection' % plugin)
+    if plugin == 'local':
+        allowed.add('plasmid.ansible.local_connection')
+    elif plugin != 'ssh':
+        allowed.add('plasmid.ansible.container_connection')
     assert set(got) <= allowed, got
 
 

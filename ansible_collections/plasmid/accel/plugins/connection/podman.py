@@ -1,7 +1,7 @@
 # The plasmid accelerator's podman connection plugin.  ansible-core reads
 # the DOCUMENTATION below from this file's text to learn the plugin's
 # options, so it is written out here; the behaviour lives in
-# plasmid.ansible.podman_connection.
+# plasmid.ansible.container_connection.
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -86,4 +86,9 @@ from plasmid.ansible import plugin_options, podman_options  # noqa: E402
 # worker ~10 ms more (see plasmid/ansible/plugin_options.py).
 plugin_options.register('connection', __name__, podman_options.OPTIONS)
 
-from plasmid.ansible.podman_connection import Connection  # noqa: E402,F401
+from plasmid.ansible import container_connection  # noqa: E402
+
+
+# ansible-core finds a plugin's options by its class's name: Connection.
+class Connection(container_connection.PodmanConnection):
+    pass

@@ -1,0 +1,131 @@
+"""The accelerated container connection plugins' behaviour:
+``plasmid.accel.podman`` and ``plasmid.accel.docker``.
+
+The ssh plugin's path (``connection``) with an interpreter in a running
+container instead of one over ssh: the broker starts it with
+``router.podman`` or ``router.docker`` (``<client> [extra args] exec -i
+[--user U] [exec options] CONTAINER python``) and keeps it for the run,
+so a pipelined module runs from RAM in a fork of it, a become user's
+interpreter starts once, and shell commands and files go through it.
+The collections' plugins (``containers.podman.podman``,
+``community.docker.docker``) start ``exec`` for every command, and files
+travel by ``podman cp`` or ``dd`` through another ``exec``.
+
+Options and variables are those plugins'; a container without Python is
+handed to them (as the ssh plugin hands a host without Python to
+ansible-core's), so their collection must then be installed.
+"""
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Optional
+
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
+
+from plasmid.ansible import connection
+
+if TYPE_CHECKING:  # client is imported where first used
+    from plasmid.ansible.client import BrokerError
+
+
+class _ContainerConnection(connection.Connection):
+    """What the container plugins share: the container is the host."""
+
+    # The router method, the client's name in messages.
+    METHOD = ''
+
+    def _hostname(self) -> str:
+        """The container, from the plugin's remote_addr."""
+        return self.get_option('remote_addr') or \
+            self._play_context.remote_addr
+
+    def _prompt_timeout(self) -> int:
+        """How long a become program may take to prompt or succeed:
+        ansible-core's connection timeout, 2 s more, as for ssh."""
+        return 2 + int(self._play_context.timeout or 10)
+
+    def _terminal(self, in_data: Optional[bytes],
+                  sudoable: bool) -> Optional[str]:
+        return None  # exec without -t, as the collections' plugins
+
+    def _broker_error(self, exc: BrokerError) -> Exception:
+        """The container's interpreter did not start or was lost: the
+        host is unreachable, in the client's words."""
+        if exc.kind in ('connect', 'lost'):
+            return AnsibleConnectionFailure(
+                'plasmid: %s exec into %s failed: %s'
+                % (self.METHOD, self._hostname(), str(exc).rstrip()))
+        return AnsibleError('plasmid: %s' % exc)
+
+
+class PodmanConnection(_ContainerConnection):
+    """podman exec, with one persistent interpreter per account."""
+
+    # What action plugins see, as with containers.podman's plugin.
+    transport = 'containers.podman.podman'
+    VANILLA = 'containers.podman.podman'
+    METHOD = 'podman'
+
+    def _login_spec(self) -> dict:
+        return {
+            'method': 'podman',
+            'container': self._hostname(),
+            'username': self.get_option('remote_user') or None,
+            'podman_path': self.get_option('podman_executable') or None,
+            'podman_args': shlex.split(
+                self.get_option('podman_extra_args') or ''),
+            'connect_timeout': connection.START_STAGE_FLOOR,
+        }
+
+    def _run_as_given(self, cmd: str, in_data: Optional[bytes],
+                      success: Optional[str],
+                      sudoable: bool) -> tuple[int, bytes, bytes]:
+        """containers.podman's plugin executes the command's words with no
+        shell around them (``raw: echo $PWD`` prints ``$PWD``): so do we,
+        through a shell that is given the words quoted."""
+        words = shlex.split(cmd)
+        return super()._run_as_given(' '.join(shlex.quote(w) for w in words),
+                                     in_data, success, sudoable)
+
+
+class DockerConnection(_ContainerConnection):
+    """docker exec, with one persistent interpreter per account."""
+
+    # What action plugins see, as with community.docker's plugin.
+    transport = 'community.docker.docker'
+    VANILLA = 'community.docker.docker'
+    METHOD = 'docker'
+
+    def _login_spec(self) -> dict:
+        user = self.get_option('remote_user') or \
+            self._play_context.remote_user or None
+        return {
+            'method': 'docker',
+            'container': self._hostname(),
+            'username': user,
+            # As community.docker's plugin: words between single spaces.
+            'docker_args': (self.get_option('docker_extra_args') or '')
+            .split(),
+            'exec_args': self._exec_options(),
+            'connect_timeout': connection.START_STAGE_FLOOR,
+        }
+
+    def _exec_options(self) -> list[str]:
+        """``docker exec``'s options from extra_env, working_dir and
+        privileged, as community.docker's plugin gives them; the
+        interpreter and everything it runs inherit them."""
+        args: list[str] = []
+        for key, value in (self.get_option('extra_env') or {}).items():
+            for val, what in ((key, 'Key'), (value, 'Value')):
+                if not isinstance(val, str):
+                    raise AnsibleConnectionFailure(
+                        'Non-string %s found for extra_env option. Ambiguous '
+                        'env options must be wrapped in quotes to avoid them '
+                        'being interpreted. %s: %r' % (what.lower(), what,
+                                                       val))
+            args += ['-e', '%s=%s' % (key, value)]
+        if self.get_option('working_dir') is not None:
+            args += ['-w', self.get_option('working_dir')]
+        if self.get_option('privileged'):
+            args.append('--privileged')
+        return args
