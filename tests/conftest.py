@@ -54,3 +54,15 @@ def podman_container() -> Iterator[str]:
         pytest.fail(reason)
     with containers.container() as name:
         yield name
+
+
+@pytest.fixture(scope='module')
+def docker_host(podman_container) -> Iterator[str]:
+    """A DOCKER_HOST for the docker client: podman's Docker API, serving
+    the test bed's containers (no Docker engine runs on this machine
+    kind)."""
+    from testbed import containers
+    if shutil.which('docker') is None:
+        pytest.skip('no docker client on this machine')
+    with containers.docker_api() as host:
+        yield host

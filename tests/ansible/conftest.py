@@ -86,6 +86,20 @@ def ansible_posix() -> str:
     return _bundled_collection('ansible.posix')
 
 
+@pytest.fixture(scope='session')
+def containers_podman() -> str:
+    """containers.podman, whose podman connection plasmid.accel.podman is
+    compared with."""
+    return _bundled_collection('containers.podman')
+
+
+@pytest.fixture(scope='session')
+def community_docker() -> str:
+    """community.docker, whose docker connection plasmid.accel.docker is
+    compared with."""
+    return _bundled_collection('community.docker')
+
+
 @pytest.fixture
 def doomed_account(ansible_account) -> str:
     """The name of an account the login may sudo to without a password,

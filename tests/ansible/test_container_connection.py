@@ -5,34 +5,9 @@ same results, while modules run from RAM in an interpreter kept for the
 run."""
 from __future__ import annotations
 
-import shutil
-from typing import Iterator
-
-import pytest
-
+import parity
 from runner import run_playbook
 from test_playbooks import PRELOAD, STRATEGY, assert_same
-
-
-@pytest.fixture(scope='module')
-def containers_podman() -> str:
-    from conftest import _bundled_collection
-    return _bundled_collection('containers.podman')
-
-
-@pytest.fixture(scope='module')
-def community_docker() -> str:
-    from conftest import _bundled_collection
-    return _bundled_collection('community.docker')
-
-
-@pytest.fixture(scope='module')
-def docker_host(podman_container) -> Iterator[str]:
-    from testbed import containers
-    if shutil.which('docker') is None:
-        pytest.skip('no docker client on this machine')
-    with containers.docker_api() as host:
-        yield host
 
 
 def podman_inventory(container: str, connection: str,
@@ -62,73 +37,19 @@ PARITY = """
   tasks:
     - name: where commands run
       command: pwd
-    - name: who
-      command: id -un
-    - name: a pipe, in a shell
-      shell: echo one two | wc -w
-    - name: environment keyword
-      command: printenv TASK_VAR
-      environment: {TASK_VAR: from-the-task}
-    - name: a directory
-      file: {path: "{{ out }}", state: directory}
-    - name: copy of content
-      copy: {content: "small\\n", dest: "{{ out }}/small.txt"}
-    - name: copy of a file
-      copy: {src: data.txt, dest: "{{ out }}/data.txt"}
-    - name: template
-      template: {src: t.j2, dest: "{{ out }}/t.conf"}
-    - name: lineinfile
-      lineinfile: {path: "{{ out }}/t.conf", line: added}
-    - name: check mode changes nothing
-      lineinfile: {path: "{{ out }}/t.conf", line: never}
-      check_mode: true
-      diff: true
-    - name: fetch
-      fetch: {src: "{{ out }}/small.txt", dest: "{{ playbook_dir }}/fetched.txt",
-              flat: true}
     - name: stat
-      stat: {path: "{{ out }}/t.conf"}
-    - name: slurp
-      slurp: {src: "{{ out }}/t.conf"}
+      stat: {path: /etc/hostname}
     - name: raw, whose words are not given to a shell
       raw: echo raw $PWD
     - name: raw with a pipe, likewise
       raw: echo a | wc -l
-    - name: script
-      script: s.sh arg
-    - name: no_log
-      command: echo secret
-      no_log: true
-    - name: a failing command
-      command: /bin/false
-      ignore_errors: true
-    - name: a module's failure
-      file: {path: /nonexistent/x/y, state: touch}
-      ignore_errors: true
-    - name: async
-      command: sleep 0.2
-      async: 10
-      poll: 0
-      register: job
-    - name: async_status
-      async_status: {jid: "{{ job.ansible_job_id }}"}
-      register: waited
-      until: waited.finished
-      retries: 50
-      delay: 0.2
     - name: become with su
       command: id -un
       become: true
       become_method: su
       become_user: nobody
       become_flags: -s /bin/sh
-    - name: reset_connection
-      meta: reset_connection
-    - name: after the reset
-      command: id -un
-    - name: clean up, for the next run
-      file: {path: "{{ out }}", state: absent}
-
+""" + parity.TASKS + """
 - hosts: targets
   gather_facts: false
   remote_user: nobody
@@ -149,17 +70,9 @@ PARITY = """
 """
 
 
-def _prepare(tmp_path) -> None:
-    (tmp_path / 'data.txt').write_text('from the controller\n')
-    (tmp_path / 't.j2').write_text('{{ inventory_hostname }} {{ 6 * 7 }}\n')
-    script = tmp_path / 's.sh'
-    script.write_text('#!/bin/sh\necho "script $1 in $PWD"\n')
-    script.chmod(0o755)
-
-
 def test_container_tasks_match_containers_podman(
         ansible_bin, podman_container, containers_podman, tmp_path):
-    _prepare(tmp_path)
+    parity.prepare_files(tmp_path)
     vanilla = run_podman(ansible_bin, tmp_path, PARITY, podman_container,
                          containers_podman, False)
     assert vanilla.rc == 0, vanilla.output
@@ -169,6 +82,7 @@ def test_container_tasks_match_containers_podman(
     assert ours.rc == 0, ours.output
     assert_same(vanilla, ours)
     results = {r['task']: r['result'] for r in ours.results}
+    parity.check_shared_results(results)
     assert results['raw, whose words are not given to a shell'][
         'stdout'] == 'raw $PWD\n'
     assert results['become with su']['stdout'] == 'nobody'
@@ -185,18 +99,10 @@ def test_container_tasks_match_containers_podman(
         assert_same(vanilla, again)
 
 
-MANY = """
-- hosts: targets
-  gather_facts: false
-  tasks:
-%s
-""" % '\n'.join('    - command: /bin/true' for _ in range(20))
-
-
 def test_twenty_tasks_take_one_interpreter_in_the_container(
         ansible_bin, podman_container, containers_podman, tmp_path):
     from testbed import containers
-    ours = run_podman(ansible_bin, tmp_path, MANY, podman_container,
+    ours = run_podman(ansible_bin, tmp_path, parity.TWENTY, podman_container,
                       containers_podman, True)
     assert ours.rc == 0, ours.output
     assert ours.stats['module_runs'] == 20, ours.stats

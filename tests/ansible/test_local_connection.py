@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import parity
 from runner import run_playbook
 from test_playbooks import PRELOAD, STRATEGY, assert_same
 
@@ -39,56 +40,10 @@ PARITY = """
       shell: cat data.txt
     - name: the controller's environment
       shell: echo "$PLASMID_LOCAL_MARK"
-    - name: environment keyword
-      command: printenv TASK_VAR
-      environment: {TASK_VAR: from-the-task}
-    - name: who
-      command: id -un
-    - name: a directory
-      file: {path: "{{ out }}", state: directory}
-    - name: copy of content
-      copy: {content: "small\\n", dest: "{{ out }}/small.txt"}
-    - name: copy of a file, relative source
-      copy: {src: data.txt, dest: "{{ out }}/data.txt"}
-    - name: template
-      template: {src: t.j2, dest: "{{ out }}/t.conf"}
-    - name: lineinfile
-      lineinfile: {path: "{{ out }}/t.conf", line: added}
-    - name: check mode changes nothing
-      lineinfile: {path: "{{ out }}/t.conf", line: never}
-      check_mode: true
-      diff: true
-    - name: fetch
-      fetch: {src: "{{ out }}/small.txt", dest: "{{ out }}/fetched.txt",
-              flat: true}
     - name: stat, relative
       stat: {path: data.txt}
-    - name: slurp
-      slurp: {src: "{{ out }}/t.conf"}
     - name: raw
       raw: echo "raw in $PWD"
-    - name: script
-      script: s.sh arg
-    - name: no_log
-      command: echo secret
-      no_log: true
-    - name: a failing command
-      command: /bin/false
-      ignore_errors: true
-    - name: a module's failure
-      file: {path: /nonexistent/x/y, state: touch}
-      ignore_errors: true
-    - name: async
-      command: sleep 0.2
-      async: 10
-      poll: 0
-      register: job
-    - name: async_status
-      async_status: {jid: "{{ job.ansible_job_id }}"}
-      register: waited
-      until: waited.finished
-      retries: 50
-      delay: 0.2
     - name: become, sudo
       command: id -un
       become: true
@@ -102,34 +57,22 @@ PARITY = """
       stat: {path: /}
       become: true
       become_user: "{{ become_to }}"
-    - name: reset_connection
-      meta: reset_connection
-    - name: after the reset
-      command: id -un
-    - name: clean up, for the next run
-      file: {path: "{{ out }}", state: absent}
-"""
-
-
-def _prepare(tmp_path) -> None:
-    (tmp_path / 'data.txt').write_text('in the playbook directory\n')
-    (tmp_path / 't.j2').write_text('{{ inventory_hostname }} {{ 6 * 7 }}\n')
-    script = tmp_path / 's.sh'
-    script.write_text('#!/bin/sh\necho "script $1 in $PWD"\n')
-    script.chmod(0o755)
+""" + parity.TASKS
 
 
 def test_local_tasks_match_ansible_cores_local(ansible_bin, ansible_account,
                                                tmp_path, monkeypatch):
-    _prepare(tmp_path)
+    parity.prepare_files(tmp_path)
     monkeypatch.setenv('PLASMID_LOCAL_MARK', 'from-the-controller')
     book = PARITY.replace('{{ become_to }}', ansible_account)
     vanilla = run_local(ansible_bin, tmp_path, book, False)
     assert vanilla.rc == 0, vanilla.output
+    (tmp_path / 'fetched.txt').unlink()
     ours = run_local(ansible_bin, tmp_path, book, True)
     assert ours.rc == 0, ours.output
     assert_same(vanilla, ours)
     results = {r['task']: r['result'] for r in ours.results}
+    parity.check_shared_results(results)
     assert results['where commands run']['stdout'] == str(tmp_path)
     assert results['a relative path, from the playbook\'s directory'][
         'stdout'] == 'in the playbook directory'
@@ -145,20 +88,13 @@ def test_local_tasks_match_ansible_cores_local(ansible_bin, ansible_account,
     assert stats.get('shell_as_given', 0) == 0, stats
     assert stats['contexts'] <= 5, stats
     for env in (STRATEGY, PRELOAD):
+        (tmp_path / 'fetched.txt').unlink()
         again = run_local(ansible_bin, tmp_path, book, True, env)
         assert_same(vanilla, again)
 
 
-MANY = """
-- hosts: targets
-  gather_facts: false
-  tasks:
-%s
-""" % '\n'.join('    - command: /bin/true' for _ in range(20))
-
-
 def test_twenty_tasks_take_one_interpreter(ansible_bin, tmp_path):
-    ours = run_local(ansible_bin, tmp_path, MANY, True)
+    ours = run_local(ansible_bin, tmp_path, parity.TWENTY, True)
     assert ours.rc == 0, ours.output
     assert ours.stats['module_runs'] == 20, ours.stats
     assert ours.stats['contexts'] == 1, ours.stats

@@ -7,7 +7,6 @@ through its Docker API, as no Docker engine runs on this machine kind.
 """
 from __future__ import annotations
 
-import shutil
 from typing import Iterator
 
 import pytest
@@ -21,14 +20,6 @@ from testbed.pythons import require_python
 @pytest.fixture(scope='module')
 def container(podman_container) -> str:
     return podman_container
-
-
-@pytest.fixture(scope='module')
-def docker_host(container) -> Iterator[str]:
-    if shutil.which('docker') is None:
-        pytest.skip('no docker client on this machine')
-    with containers.docker_api() as host:
-        yield host
 
 
 @pytest.fixture(scope='module')

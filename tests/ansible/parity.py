@@ -1,0 +1,90 @@
+"""What the parity tests of the accelerator's other connection plugins
+(local, podman, docker) share: the tasks any connection must run as its
+vanilla counterpart does, the controller-side files they use, and a run of
+twenty tasks that should take one interpreter."""
+from __future__ import annotations
+
+# Tasks for a play whose variable ``out`` names a directory on the host:
+# made first, removed last.  (Indented for a play's task list.)
+TASKS = """
+    - name: environment keyword
+      command: printenv TASK_VAR
+      environment: {TASK_VAR: from-the-task}
+    - name: who
+      command: id -un
+    - name: a pipe, in a shell
+      shell: echo one two | wc -w
+    - name: a directory
+      file: {path: "{{ out }}", state: directory}
+    - name: copy of content
+      copy: {content: "small\\n", dest: "{{ out }}/small.txt"}
+    - name: copy of a file
+      copy: {src: data.txt, dest: "{{ out }}/data.txt"}
+    - name: template
+      template: {src: t.j2, dest: "{{ out }}/t.conf"}
+    - name: lineinfile
+      lineinfile: {path: "{{ out }}/t.conf", line: added}
+    - name: check mode changes nothing
+      lineinfile: {path: "{{ out }}/t.conf", line: never}
+      check_mode: true
+      diff: true
+    - name: fetch
+      fetch: {src: "{{ out }}/small.txt", dest: "{{ playbook_dir }}/fetched.txt",
+              flat: true}
+    - name: slurp
+      slurp: {src: "{{ out }}/t.conf"}
+    - name: script
+      script: s.sh arg
+    - name: no_log
+      command: echo secret
+      no_log: true
+    - name: a failing command
+      command: /bin/false
+      ignore_errors: true
+    - name: a module's failure
+      file: {path: /nonexistent/x/y, state: touch}
+      ignore_errors: true
+    - name: async
+      command: sleep 0.2
+      async: 10
+      poll: 0
+      register: job
+    - name: async_status
+      async_status: {jid: "{{ job.ansible_job_id }}"}
+      register: waited
+      until: waited.finished
+      retries: 50
+      delay: 0.2
+    - name: reset_connection
+      meta: reset_connection
+    - name: after the reset
+      command: id -un
+    - name: clean up, for the next run
+      file: {path: "{{ out }}", state: absent}
+"""
+
+TWENTY = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+%s
+""" % '\n'.join('    - command: /bin/true' for _ in range(20))
+
+
+def prepare_files(tmp_path) -> None:
+    """The playbook directory's files that TASKS use; fetched.txt is
+    where they fetch to (the caller removes it between runs)."""
+    (tmp_path / 'data.txt').write_text('in the playbook directory\n')
+    (tmp_path / 't.j2').write_text('{{ inventory_hostname }} {{ 6 * 7 }}\n')
+    script = tmp_path / 's.sh'
+    script.write_text('#!/bin/sh\necho "script $1 in $PWD"\n')
+    script.chmod(0o755)
+
+
+def check_shared_results(results: dict) -> None:
+    """What TASKS must have given, by task name (the comparison with
+    vanilla covers the rest)."""
+    assert results['environment keyword']['stdout'] == 'from-the-task'
+    assert results['a pipe, in a shell']['stdout'] == '2'
+    assert results['script']['stdout'].startswith('script arg in ')
+    assert results['after the reset']['rc'] == 0
