@@ -341,8 +341,8 @@ class Connection(ConnectionBase):
         try:
             return self._exec_command(cmd, in_data, sudoable)
         except _NoPythonThere:
-            return self._vanilla_plugin().exec_command(cmd, in_data=in_data,
-                                                    sudoable=sudoable)
+            return self._vanilla_plugin().exec_command(
+                cmd, in_data=in_data, sudoable=sudoable)
         except _SshFailed as exc:
             if in_data is None:
                 raise
@@ -548,6 +548,7 @@ class Connection(ConnectionBase):
         if exc.kind in ('connect', 'lost'):
             return _SshFailed(text)
         return AnsibleError('plasmid: %s' % text)
+
 
 def _pkcs11_args(provider: Optional[str], password: Optional[str],
                  mechanism: str) -> list[str]:

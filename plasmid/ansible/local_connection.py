@@ -1,19 +1,20 @@
-"""The accelerated local connection plugin's behaviour (``plasmid.accel.local``).
+"""The accelerated local connection's behaviour (``plasmid.accel.local``).
 
 The ssh plugin's path (``connection``) with an interpreter on the
 controller instead of one over ssh: the broker starts it with
 ``router.local`` and keeps it for the run, so a pipelined module runs
 from RAM in a fork of it, a become user's interpreter starts once, and
-shell commands run through ``/bin/sh`` in it.
+shell commands run through ``/bin/sh`` in it.  Like vanilla, commands and
+modules run in the directory ansible-core gives the plugin (``cwd``, the
+playbook's), with the controller's environment, as the user who runs
+Ansible.
 
-What ansible-core's local plugin does cheaply already, or words in its
-own way, stays its own: commands of a shape we do not recognise, become
-methods we do not host, and a become interpreter that will not start (a
-refused password then fails exactly as vanilla says it).  Files go through
-the broker as over ssh, not by a direct copy: the temp dir they go into
-may still be on its way to being made (the broker makes it ahead).  Like vanilla, commands and modules run in the
-directory ansible-core gives the plugin (``cwd``, the playbook's), with the
-controller's environment, as the user who runs Ansible.
+What ansible-core's local plugin words in its own way stays its own:
+commands of a shape we do not recognise, become methods we do not host,
+and a become interpreter that will not start (a refused password then
+fails exactly as vanilla says it).  Files go through the broker as over
+ssh, not by a direct copy: the temp dir they go into may still be on its
+way to being made (the broker makes it ahead).
 """
 from __future__ import annotations
 

@@ -3,11 +3,12 @@ started on first use and kept for the run, with what each holds (module
 payloads, calls sent ahead, temp dir bases).
 
 A login context is started by the router method its spec names
-(``router.ssh``, or ``router.local`` for the local connection); a become
-user's by the router method of the become method's name (sudo, su, doas),
-through the login context.  A login that fails as a connection is tried again up to
-the plugin's ``reconnection_retries``; tasks at once on one login each get
-a context (a *lane*, see Pool).
+(``router.ssh``; ``router.local``, ``router.podman``, ``router.docker``
+for those connections); a become user's by the router method of the
+become method's name (sudo, su, doas), through the login context.  An ssh
+login that fails as a connection is tried again up to the plugin's
+``reconnection_retries``; tasks at once on one login each get a context (a
+*lane*, see Pool).
 """
 from __future__ import annotations
 

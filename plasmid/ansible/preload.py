@@ -5,9 +5,10 @@ strategy.
 
 ansible-playbook preloads its builtin connection plugins, never a
 collection's, so with forked workers each task's worker imports
-``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``) afresh.  A callback is made in ansible-playbook
-itself before the first worker forks: loading the plugin there leaves it,
-and its options, in every worker's copy of the process.
+``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``) afresh.
+A callback is made in ansible-playbook itself before the first worker
+forks: loading the plugins there leaves them, and their options, in every
+worker's copy of the process.
 """
 from __future__ import annotations
 

@@ -29,8 +29,10 @@ TASKS = """
       check_mode: true
       diff: true
     - name: fetch
-      fetch: {src: "{{ out }}/small.txt", dest: "{{ playbook_dir }}/fetched.txt",
-              flat: true}
+      fetch:
+        src: "{{ out }}/small.txt"
+        dest: "{{ playbook_dir }}/fetched.txt"
+        flat: true
     - name: slurp
       slurp: {src: "{{ out }}/t.conf"}
     - name: script
