@@ -90,3 +90,12 @@ def check_shared_results(results: dict) -> None:
     assert results['a pipe, in a shell']['stdout'] == '2'
     assert results['script']['stdout'].startswith('script arg in ')
     assert results['after the reset']['rc'] == 0
+
+
+def optional_modes(ansible_bin: str, newest_ansible_bin: str) -> tuple:
+    """The environments of the optional strategy and the preload callback,
+    for a parity test to run again: on the newest ansible-core only, as
+    neither depends on the connection (each is tested on every release
+    over ssh, in test_playbooks.py) and CI's time is bounded."""
+    from test_playbooks import PRELOAD, STRATEGY
+    return (STRATEGY, PRELOAD) if ansible_bin == newest_ansible_bin else ()

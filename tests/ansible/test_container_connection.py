@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import parity
 from runner import run_playbook
-from test_playbooks import PRELOAD, STRATEGY, assert_same
+from test_playbooks import assert_same
 
 
 def podman_inventory(container: str, connection: str,
@@ -71,7 +71,8 @@ PARITY = """
 
 
 def test_container_tasks_match_containers_podman(
-        ansible_bin, podman_container, containers_podman, tmp_path):
+        ansible_bin, newest_ansible_bin, podman_container, containers_podman,
+        tmp_path):
     parity.prepare_files(tmp_path)
     vanilla = run_podman(ansible_bin, tmp_path, PARITY, podman_container,
                          containers_podman, False)
@@ -92,7 +93,7 @@ def test_container_tasks_match_containers_podman(
     stats = ours.stats
     assert stats['module_runs'] >= 15, stats
     assert stats['contexts'] <= 6, stats
-    for env in (STRATEGY, PRELOAD):
+    for env in parity.optional_modes(ansible_bin, newest_ansible_bin):
         (tmp_path / 'fetched.txt').unlink()
         again = run_podman(ansible_bin, tmp_path, PARITY, podman_container,
                            containers_podman, True, env)

@@ -7,7 +7,7 @@ import os
 
 import parity
 from runner import run_playbook
-from test_playbooks import PRELOAD, STRATEGY, assert_same
+from test_playbooks import assert_same
 
 BECOME_PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                               'become_plugins')
@@ -61,7 +61,8 @@ PARITY = """
 
 
 def test_local_tasks_match_ansible_cores_local(ansible_bin, ansible_account,
-                                               tmp_path, monkeypatch):
+                                               newest_ansible_bin, tmp_path,
+                                               monkeypatch):
     parity.prepare_files(tmp_path)
     monkeypatch.setenv('PLASMID_LOCAL_MARK', 'from-the-controller')
     book = PARITY.replace('{{ become_to }}', ansible_account)
@@ -87,7 +88,7 @@ def test_local_tasks_match_ansible_cores_local(ansible_bin, ansible_account,
     assert stats['module_runs'] >= 15, stats
     assert stats.get('shell_as_given', 0) == 0, stats
     assert stats['contexts'] <= 5, stats
-    for env in (STRATEGY, PRELOAD):
+    for env in parity.optional_modes(ansible_bin, newest_ansible_bin):
         (tmp_path / 'fetched.txt').unlink()
         again = run_local(ansible_bin, tmp_path, book, True, env)
         assert_same(vanilla, again)
