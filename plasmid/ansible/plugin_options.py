@@ -41,17 +41,11 @@ PLUGIN_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
         __file__)))),
     'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection')
-# Each connection plugin's name: the module its options are generated into.
-GENERATED = {
-    'ssh': os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        'ssh_options.py'),
-    'local': os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          'local_options.py'),
-    'podman': os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           'podman_options.py'),
-    'docker': os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                           'docker_options.py'),
-}
+# Our connection plugins; each one's options are generated into
+# NAME_options.py beside this file.
+PLUGINS = ('ssh', 'local', 'podman', 'docker')
+GENERATED = {name: os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                name + '_options.py') for name in PLUGINS}
 
 
 def plugin_file(name: str) -> str:

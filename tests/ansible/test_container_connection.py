@@ -10,8 +10,8 @@ from runner import run_playbook
 from test_playbooks import assert_same
 
 
-def podman_inventory(container: str, connection: str,
-                     extra: str = '') -> str:
+def container_inventory(container: str, connection: str,
+                        extra: str = '') -> str:
     return ('[targets]\nbox ansible_host=%s ansible_connection=%s '
             'ansible_python_interpreter=/usr/bin/python3 %s\n'
             % (container, connection, extra))
@@ -25,7 +25,7 @@ def run_podman(ansible_bin: str, tmp_path, book: str, container: str,
     env = {'ANSIBLE_COLLECTIONS_PATH': collections}
     env.update(extra_env or {})
     return run_playbook(ansible_bin, tmp_path, book,
-                        podman_inventory(container, connection, extra),
+                        container_inventory(container, connection, extra),
                         accelerated, env)
 
 
@@ -183,9 +183,8 @@ def test_container_tasks_match_community_docker(
            'DOCKER_HOST': docker_host}
 
     def run(connection: str, more: str = ''):
-        inv = ('[targets]\nbox ansible_host=%s ansible_connection=%s '
-               'ansible_python_interpreter=/usr/bin/python3 %s %s\n'
-               % (podman_container, connection, extra, more))
+        inv = container_inventory(podman_container, connection,
+                                  extra + ' ' + more)
         done = run_playbook(newest_ansible_bin, tmp_path, DOCKER, inv,
                             connection.startswith('plasmid'), env)
         assert done.rc == 0, done.output

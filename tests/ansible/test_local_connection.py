@@ -3,14 +3,12 @@ playbooks give the same results, in the same directory and environment,
 while modules run from RAM in interpreters kept for the run."""
 from __future__ import annotations
 
-import os
 
 import parity
 from runner import run_playbook
+from test_other_become import PLUGINS as BECOME_PLUGINS
 from test_playbooks import assert_same
 
-BECOME_PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                              'become_plugins')
 
 
 def local_inventory(connection: str, extra: str = '') -> str:
