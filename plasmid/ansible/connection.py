@@ -518,8 +518,8 @@ class Connection(ConnectionBase):
         """ansible-core's plugin of this connection (VANILLA), with our
         options (they are its options, by name) and our become plugin."""
         if self._vanilla is None:
-            from ansible.plugins.loader import connection_loader
-            vanilla = connection_loader.get(self.VANILLA, self._play_context,
+            from plasmid.ansible import takeover
+            vanilla = takeover.load_vanilla(self.VANILLA, self._play_context,
                                             shell=self._shell)
             if vanilla is None:
                 raise AnsibleError(

@@ -9,13 +9,21 @@ collection's, so with forked workers each task's worker imports
 A callback is made in ansible-playbook itself before the first worker
 forks: loading the plugins there leaves them, and their options, in every
 worker's copy of the process.
+
+Both also take ansible-core's connections named in the callback's
+``connections`` setting (``takeover``); the strategy reads that setting
+through the callback's option definitions, so it needs no settings of its
+own.
 """
 from __future__ import annotations
 
-from ansible.plugins.callback import CallbackBase
-from ansible.plugins.loader import connection_loader
+from typing import Any
 
-from plasmid.ansible import listing_cache
+from ansible.plugins.callback import CallbackBase
+from ansible import constants
+from ansible.plugins.loader import callback_loader, connection_loader
+
+from plasmid.ansible import listing_cache, takeover
 
 CONNECTIONS = ('plasmid.accel.ssh', 'plasmid.accel.local',
                'plasmid.accel.podman', 'plasmid.accel.docker')
@@ -31,6 +39,16 @@ def preload_connection() -> None:
     connection.import_runtime()
 
 
+def configured_connections() -> list[str]:
+    """The callback's ``connections`` setting, read without the callback
+    being enabled (the strategy's case): loading its class registers its
+    option definitions."""
+    loaded = callback_loader.get(CallbackModule.CALLBACK_NAME,
+                                 class_only=True)
+    return constants.config.get_config_value(
+        'connections', plugin_type='callback', plugin_name=loaded._load_name)
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = 'aggregate'
@@ -43,3 +61,8 @@ class CallbackModule(CallbackBase):
         # ansible-playbook lists every connection plugin directory per
         # task and host (get_vars); workers inherit what is kept.
         listing_cache.install()
+
+    def set_options(self, *args: Any, **kwargs: Any) -> None:
+        # ansible-playbook sets a callback's options once it is made.
+        super().set_options(*args, **kwargs)
+        takeover.install(self.get_option('connections'))

@@ -15,6 +15,9 @@ Two per-task costs of ansible-core that no connection plugin can remove:
   one imported ``plasmid.accel.ssh`` and parsed its documentation afresh.
   Loaded here once, every worker finds it.
 
+It takes ansible-core's connections named in the preload callback's
+``connections`` setting, as the callback does (``takeover``).
+
 With all tasks in one process, what ansible-core's plugin loader lists
 anew on every task's path (the module package, to resolve a module's
 name) is worth keeping: ``listing_cache`` keeps it while the directory is
@@ -47,8 +50,8 @@ from ansible.plugins.strategy.host_pinned import \
 from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
 from ansible.utils.display import Display
 
-from plasmid.ansible import client, listing_cache, threadworker
-from plasmid.ansible.preload import preload_connection
+from plasmid.ansible import client, listing_cache, takeover, threadworker
+from plasmid.ansible.preload import configured_connections, preload_connection
 
 WORKERS_ENV = 'PLASMID_ANSIBLE_WORKERS'
 
@@ -105,6 +108,7 @@ class ThreadedTasks:
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         preload_connection()
+        takeover.install(configured_connections())
         listing_cache.install()
         self._threaded = use_threads(self.plasmid_name)
         if self._threaded:

@@ -6,15 +6,39 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: preload
 type: aggregate
-short_description: load the plasmid.accel.ssh connection plugin before workers fork
+short_description: load the accelerator's connection plugins before workers fork; take ansible-core's connections
 description:
   - ansible-playbook loads its builtin connection plugins before it forks a worker per task,
-    never a collection's. Enabled, this callback loads C(plasmid.accel.ssh) in
-    ansible-playbook once, so that no worker imports it and reads its options again
+    never a collection's. Enabled, this callback loads plasmid's (C(plasmid.accel.ssh),
+    C(plasmid.accel.local), C(plasmid.accel.podman), C(plasmid.accel.docker)) in
+    ansible-playbook once, so that no worker imports them and reads their options again
     (a few milliseconds of controller CPU per task and host, which shows on tasks that
     do not touch the host, such as C(set_fact) and C(include_tasks)).
-  - It shows nothing and changes no task. Not needed with the C(plasmid.accel.linear)
-    strategy, which loads the plugin itself.
+  - It also has the connections named in O(connections) load plasmid's plugin instead of
+    ansible-core's or the collection's, where a play or an inventory names them
+    (a play's C(connection) of C(local), the implicit C(localhost), C(ansible_connection=ssh)).
+  - It shows nothing and changes no result. The C(plasmid.accel.linear) strategy does the
+    same itself, reading O(connections) from here.
+options:
+  connections:
+    description:
+      - The connections whose tasks plasmid's plugins take. C(ssh) and C(local) mean
+        ansible-core's own plugins as a play or an inventory names them in short; a short
+        name that resolves to a plugin of your own is left to it. Write
+        C(ansible.builtin.ssh) or C(ansible.builtin.local) in full where a host or play
+        must keep vanilla's, or list those full names here too.
+      - C(containers.podman.podman) and C(community.docker.docker) go to
+        C(plasmid.accel.podman) and C(plasmid.accel.docker).
+      - An empty list takes none.
+    type: list
+    elements: str
+    default: [ssh, local, containers.podman.podman, community.docker.docker]
+    choices: [ssh, ansible.builtin.ssh, local, ansible.builtin.local, containers.podman.podman, community.docker.docker]
+    env:
+      - name: PLASMID_ACCEL_CONNECTIONS
+    ini:
+      - section: plasmid_accel
+        key: connections
 requirements:
   - enable it in callbacks_enabled (ANSIBLE_CALLBACKS_ENABLED)
 author: plasmid developers
