@@ -67,7 +67,10 @@ plasmid's peers.  podman100 runs them in a podman container of the test
 bed's image (tests/testbed/containers.py, started for the run), as its
 root: ``-e ansible_connection=podman`` (containers.podman.podman from the bundle
 .ci/setup unpacks; Mitogen's strategy makes it mitogen_podman) or
-plasmid.accel.podman.  Nothing crosses the relay in either, so they have no
+plasmid.accel.podman.  local100named is local100 with every peer naming
+``local``: plasmid's connection plugin alone leaves it to vanilla's, the
+preload callback and the strategy take it (plasmid/ansible/takeover.py).
+Nothing crosses the relay in either, so they have no
 bytes target; the controller CPU is all the CPU the run used, but the
 container's processes' (podman exec's children are not the run's).
 
@@ -169,6 +172,9 @@ class Scenario:
     # controller) or 'podman' (a container of the test bed's image); see
     # CONNECTIONS.
     where: str = 'ssh'
+    # Every peer names vanilla's connection (plasmid's peers then keep
+    # vanilla's, unless the preload callback or the strategy takes it).
+    named_as_vanilla: bool = False
 
     @property
     def label(self) -> str:
@@ -192,6 +198,11 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
                  '(local connection)' % become, 'true100.yml', 1, become,
                  become, ['--tags', 'first20'] if quick else [],
                  commands_only=False, where='local'),
+        Scenario('local100named', '%d tasks command /bin/true on the '
+                 'controller, every peer naming the local connection'
+                 % become, 'true100.yml', 1, become, become,
+                 ['--tags', 'first20'] if quick else [],
+                 commands_only=False, where='local', named_as_vanilla=True),
         Scenario('podman100', '%d tasks command /bin/true in a podman '
                  'container' % become, 'true100.yml', 1, become, become,
                  ['--tags', 'first20'] if quick else [],
@@ -542,8 +553,9 @@ class Bench:
                 *scenario.args, *self.args.ansible_arg]
         if scenario.where != 'ssh':
             theirs, ours = CONNECTIONS[scenario.where]
+            named = peer in PLASMID_PEERS and not scenario.named_as_vanilla
             argv += ['-e', 'ansible_connection=%s' % (
-                ours if peer in PLASMID_PEERS else theirs)]
+                ours if named else theirs)]
         if scenario.where == 'podman':
             # The container's root, not the ssh scenarios' account.
             argv += ['-e', 'ansible_host=%s' % self.container,

@@ -1874,7 +1874,10 @@ def test_a_connection_dropped_between_tasks_is_made_again(
         assert theirs[cut]['status'] == 'unreachable'
         # Word for word, ssh's last words included.
         assert mine[cut]['result']['msg'] == theirs[cut]['result']['msg']
-        assert ours.stats['contexts'] == 5, ours.stats  # 3 logins, 2 sudos
+        # 3 logins, 2 sudos; with the strategy, which takes the local
+        # connection (plasmid/ansible/takeover.py), the controller's too.
+        local = 1 if extra else 0
+        assert ours.stats['contexts'] == 5 + local, ours.stats
 
 
 UNREMOVABLE_TEMP_DIR = """

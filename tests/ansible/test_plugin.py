@@ -75,12 +75,13 @@ def test_every_ssh_option_is_taken_or_known_not_to_apply(ansible_bin):
 FALLBACK_TO_ITSELF = """
 from ansible.playbook.play_context import PlayContext
 from ansible.plugins.loader import connection_loader, init_plugin_loader
+from plasmid.ansible import takeover
 init_plugin_loader()
 ours = connection_loader.get('plasmid.accel.ssh', PlayContext())
 # As if ansible.builtin.ssh were this plugin: the fallback would call
 # itself without end.
-connection_loader.get = lambda *args, **kwargs: connection_loader.__class__ \\
-    .get(connection_loader, 'plasmid.accel.ssh', *args[1:], **kwargs)
+takeover.load_vanilla = lambda name, *args, **kwargs: connection_loader.get(
+    'plasmid.accel.ssh', *args, **kwargs)
 try:
     ours._vanilla_plugin()
 except Exception as exc:
