@@ -33,6 +33,7 @@ from ansible.errors import (AnsibleAuthenticationFailure,
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.connection import ConnectionBase
 from ansible.release import __version__ as ansible_version
+from ansible.utils.display import Display
 
 # commands, payload and client are imported where they are first used:
 # every task's worker loads this plugin, and one whose task never reaches
@@ -62,6 +63,7 @@ _PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure if _SINCE_2_19 \
     else AnsibleError
 # What the target appends to a command's output when the become program's
 # prompt or success marker did not show in time (target.py).
+_display = Display()
 _BECOME_TIMED_OUT = b'\nplasmid: timed out waiting for become\n'
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',
@@ -136,6 +138,8 @@ class Connection(ConnectionBase):
 
     def _connect(self) -> "Connection":
         if self.client is None:
+            self._trace('ESTABLISH PLASMID CONNECTION FOR USER: %s'
+                        % self._play_context.remote_user)
             from plasmid.ansible.client import Client
             self.client = Client()
             self._connected = True
@@ -294,9 +298,8 @@ class Connection(ConnectionBase):
         shown (a temp dir it could not remove)."""
         client = self.client
         if client is not None and client.warnings:
-            from ansible.utils.display import Display
             for text in client.warnings:
-                Display().warning(text)
+                _display.warning(text)
             client.warnings.clear()
 
     def _become_failed(self, kind: str) -> Exception:
@@ -338,6 +341,7 @@ class Connection(ConnectionBase):
     def exec_command(self, cmd: str, in_data: Optional[bytes] = None,
                      sudoable: bool = True) -> tuple[int, bytes, bytes]:
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+        self._trace('PLASMID: EXEC %s' % cmd)
         try:
             return self._exec_command(cmd, in_data, sudoable)
         except _NoPythonThere:
@@ -476,6 +480,7 @@ class Connection(ConnectionBase):
 
     def put_file(self, in_path: str, out_path: str) -> None:
         super().put_file(in_path, out_path)
+        self._trace('PUT %s TO %s' % (in_path, out_path))
         if not os.path.exists(in_path):
             raise AnsibleFileNotFound('file or module does not exist: %s'
                                       % in_path)
@@ -488,12 +493,17 @@ class Connection(ConnectionBase):
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)
+        self._trace('FETCH %s TO %s' % (in_path, out_path))
         # The broker writes the file itself (same user, same machine).
         try:
             self._call('fetch-file', self._spec(False), in_path,
                        os.path.abspath(out_path))
         except _NoPythonThere:
             self._vanilla_plugin().fetch_file(in_path, out_path)
+
+    def _trace(self, text: str) -> None:
+        """What vanilla's plugins show at -vvv: each command, each file."""
+        _display.vvv(text, host=self._play_context.remote_addr)
 
     # ------------------------------------------------------- lifecycle
 

@@ -21,7 +21,9 @@ What stays vanilla's on purpose:
   user's own (a ``connection_plugins/local.py``), not to ansible-core's;
 - the full names ``ansible.builtin.ssh`` and ``ansible.builtin.local``
   unless listed too: the way to keep one host or play on vanilla;
-- what our plugins load as their own fallback (``load_vanilla``).
+- what our plugins load as their own fallback (``load_vanilla``);
+- a plugin's class (``class_only``), which is not a task's connection:
+  ansible-core's network connections ask for ssh's for a helper of its.
 """
 from __future__ import annotations
 
@@ -87,10 +89,13 @@ def _resolves_to_builtin(short: str) -> bool:
 
 
 def _get_with_context(name: str, *args: Any, **kwargs: Any) -> Any:
-    ours = ours_for(name) if isinstance(name, str) else None
+    # A class asked for is not a task's connection: ansible-core's network
+    # base asks for ssh's to call its _create_control_path.
+    taking = isinstance(name, str) and not kwargs.get('class_only')
+    ours = ours_for(name) if taking else None
     loaded = type(connection_loader).get_with_context(
         connection_loader, ours or name, *args, **kwargs)
-    if ours and loaded.object is not None and not kwargs.get('class_only'):
+    if ours and loaded.object is not None:
         # ansible-core keeps a task's connection across loop items while
         # it matches_name() the connection asked for: let ours match it.
         asked = name if '.' in name else 'ansible.builtin.' + name

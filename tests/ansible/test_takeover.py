@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -57,7 +58,8 @@ def test_the_hook_is_where_each_release_loads_a_connection(ansible_bin):
     assert found['taken_matches_local'], found
     assert found['kept'] == 'ansible.builtin.local', found
     assert found['vanilla'] == 'ansible.builtin.local', found
-    assert found['class_only'] == 'plasmid.ansible.connection', found
+    # The network base asks for ssh's class for its _create_control_path.
+    assert found['class_only'] == 'ansible.plugins.connection.ssh', found
 
 
 LOCALHOST = """
@@ -88,9 +90,15 @@ def test_the_implicit_localhost_is_taken_with_the_callback(ansible_bin,
     assert vanilla.rc == 0, vanilla.output
     (tmp_path / 'out.txt').unlink()
     ours = run_playbook(ansible_bin, tmp_path, LOCALHOST, '[targets]\n',
-                        True, PRELOAD)
+                        True, PRELOAD, args=('-vvv',))
     assert_same(vanilla, ours)
     assert ours.stats['module_runs'] == LOCALHOST_RUNS, ours.stats
+    # -vvv shows what vanilla's plugins show: each command, each file.
+    assert 'ESTABLISH PLASMID CONNECTION FOR USER' in ours.output
+    assert ours.output.count('PLASMID: EXEC ') >= LOCALHOST_RUNS
+    # copy's content goes up as a temp file named .source.txt
+    assert re.search(r'PUT \S+ TO \S+/\.source\.txt', ours.output), \
+        ours.output
     assert ours.stats['contexts'] == 1, ours.stats
     # One broker client per task's worker: the loop's items kept theirs.
     assert ours.stats['client_processes'] == 5, ours.stats
