@@ -61,9 +61,9 @@ _SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
 # the host is unreachable since 2.19, the task failed before.
 _PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure if _SINCE_2_19 \
     else AnsibleError
+_display = Display()
 # What the target appends to a command's output when the become program's
 # prompt or success marker did not show in time (target.py).
-_display = Display()
 _BECOME_TIMED_OUT = b'\nplasmid: timed out waiting for become\n'
 # become methods the broker hosts in interpreters of their own.
 HOSTED_BECOME = {'sudo': 'sudo', 'ansible.builtin.sudo': 'sudo',

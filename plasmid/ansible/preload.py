@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.plugins.callback import CallbackBase
 from ansible import constants
+from ansible.plugins.callback import CallbackBase
 from ansible.plugins.loader import callback_loader, connection_loader
 
 from plasmid.ansible import listing_cache, takeover

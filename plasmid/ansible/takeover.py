@@ -41,8 +41,6 @@ TAKEABLE = {
     'containers.podman.podman': 'plasmid.accel.podman',
     'community.docker.docker': 'plasmid.accel.docker',
 }
-DEFAULT = ('ssh', 'local', 'containers.podman.podman',
-           'community.docker.docker')
 _LEGACY = 'ansible.legacy.'
 
 _taken: dict[str, str] = {}  # what install() was given, as TAKEABLE

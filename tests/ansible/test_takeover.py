@@ -23,7 +23,7 @@ from ansible.plugins import loader
 from ansible.plugins.loader import connection_loader, init_plugin_loader
 from plasmid.ansible import takeover
 init_plugin_loader()
-takeover.install(takeover.DEFAULT)
+takeover.install(['ssh', 'local'])
 taken = connection_loader.get('local', PlayContext(), os.devnull)
 kept = connection_loader.get('ansible.builtin.local', PlayContext(),
                              os.devnull)
@@ -115,6 +115,13 @@ def test_the_strategy_takes_them_too(newest_ansible_bin, tmp_path):
                         '[targets]\n', True, env, stats_timeout=1)
     assert left.rc == 0, left.output
     assert left.stats.get('module_runs', 0) == 0, left.stats
+    # A name it cannot take stops the run (a callback would be skipped).
+    env = dict(STRATEGY, PLASMID_ACCEL_CONNECTIONS='paramiko_ssh')
+    wrong = run_playbook(newest_ansible_bin, tmp_path, LOCALHOST,
+                         '[targets]\n', True, env, stats_timeout=1)
+    assert wrong.rc != 0, wrong.output
+    assert "Invalid value ['paramiko_ssh'] for config 'connections'" \
+        in wrong.output, wrong.output
 
 
 NAMED = """
