@@ -10,7 +10,9 @@ import re
 import shutil
 import subprocess
 
+import parity
 from runner import inventory, run_playbook
+from test_container_connection import container_inventory
 from test_playbooks import PRELOAD, STRATEGY, assert_same
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
@@ -150,6 +152,17 @@ def test_hosts_that_name_ssh_and_delegation_to_localhost_are_taken(
     assert_same(vanilla, ours)
     assert ours.stats['module_runs'] == 3, ours.stats
     assert ours.stats['contexts'] == 2, ours.stats  # one ssh, one local
+
+
+def test_a_host_that_names_containers_podman_is_taken(
+        newest_ansible_bin, podman_container, containers_podman, tmp_path):
+    env = dict(PRELOAD, ANSIBLE_COLLECTIONS_PATH=containers_podman)
+    inv = container_inventory(podman_container, 'containers.podman.podman')
+    ours = run_playbook(newest_ansible_bin, tmp_path, parity.TWENTY, inv,
+                        True, env)
+    assert ours.rc == 0, ours.output
+    assert ours.stats['module_runs'] == 20, ours.stats
+    assert ours.stats['contexts'] == 1, ours.stats
 
 
 FULL_NAMES = """
