@@ -61,11 +61,16 @@ def install(names: Iterable[str]) -> None:
         connection_loader.get_with_context = _get_with_context
 
 
+def _load(name: str, *args: Any, **kwargs: Any) -> Any:
+    """The loader's own get_with_context, past our wrapper."""
+    return type(connection_loader).get_with_context(
+        connection_loader, name, *args, **kwargs)
+
+
 def load_vanilla(name: str, *args: Any, **kwargs: Any) -> Any:
     """The plugin *name* itself, never ours in its place (our plugins'
     fallback loads the plugin they stand for through this)."""
-    return type(connection_loader).get_with_context(
-        connection_loader, name, *args, **kwargs).object
+    return _load(name, *args, **kwargs).object
 
 
 def ours_for(name: str) -> str | None:
@@ -91,8 +96,7 @@ def _get_with_context(name: str, *args: Any, **kwargs: Any) -> Any:
     # base asks for ssh's to call its _create_control_path.
     taking = isinstance(name, str) and not kwargs.get('class_only')
     ours = ours_for(name) if taking else None
-    loaded = type(connection_loader).get_with_context(
-        connection_loader, ours or name, *args, **kwargs)
+    loaded = _load(ours or name, *args, **kwargs)
     if ours and loaded.object is not None:
         # ansible-core keeps a task's connection across loop items while
         # it matches_name() the connection asked for: let ours match it.

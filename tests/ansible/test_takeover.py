@@ -48,6 +48,30 @@ print(json.dumps({
 """
 
 
+CHOICES = """
+import json
+from ansible.plugins.loader import callback_loader, init_plugin_loader
+from ansible.utils.plugin_docs import get_docstring
+from plasmid.ansible import takeover
+init_plugin_loader()
+doc = get_docstring(callback_loader.find_plugin('plasmid.accel.preload'),
+                    fragment_loader=None)[0]
+print(json.dumps({'option': doc['options']['connections'],
+                  'takeable': list(takeover.TAKEABLE)}))
+"""
+
+
+def test_the_callbacks_choices_are_the_names_it_can_take(newest_ansible_bin):
+    """The callback's documented choices (YAML that ansible-core reads from
+    the file's text) and takeover.TAKEABLE are one list written twice."""
+    found = json.loads(subprocess.run(
+        [os.path.join(newest_ansible_bin, 'python'), '-c', CHOICES], cwd='/',
+        check=True, capture_output=True, text=True).stdout)
+    option = found['option']
+    assert option['choices'] == found['takeable'], found
+    assert set(option['default']) <= set(found['takeable']), found
+
+
 def test_the_hook_is_where_each_release_loads_a_connection(ansible_bin):
     found = json.loads(subprocess.run(
         [os.path.join(ansible_bin, 'python'), '-c', PROBE], cwd='/',
