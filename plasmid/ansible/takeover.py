@@ -15,6 +15,10 @@ instance in ``ansible.plugins.loader`` gets a wrapper, which forked
 workers inherit.  Only this module touches it; tests/ansible/test_takeover.py
 fails when a release moves it.
 
+A name ansible-core routes elsewhere is taken as the name it routes to:
+``docker`` and ``podman`` (community.docker.docker, containers.podman.podman),
+``smart`` (ssh).
+
 What stays vanilla's on purpose:
 
 - a short name (``ssh``, ``local``) that resolves to a plugin of the
@@ -73,8 +77,21 @@ def load_vanilla(name: str, *args: Any, **kwargs: Any) -> Any:
     return _load(name, *args, **kwargs).object
 
 
-def ours_for(name: str) -> str | None:
-    """The plugin that takes the connection *name*, or None."""
+def ours_for(name: str, collection_list: Any = None) -> str | None:
+    """The plugin that takes the connection *name*, or None.  A name that
+    ansible-core routes to another (``docker`` to community.docker.docker,
+    ``smart`` to ssh) goes with the name it routes to."""
+    ours = _ours_as_named(name)
+    if ours is None:
+        for routed in _routes(name, collection_list):
+            ours = _ours_as_named(routed)
+            if ours is not None:
+                break
+    return ours
+
+
+def _ours_as_named(name: str) -> str | None:
+    """Ours for *name* as written, not following ansible-core's routing."""
     if name.startswith(_LEGACY):
         name = name[len(_LEGACY):]
     ours = _taken.get(name)
@@ -82,6 +99,17 @@ def ours_for(name: str) -> str | None:
         return ours
     # A short name: ours only where it means ansible-core's own plugin.
     return ours if _resolves_to_builtin(name) else None
+
+
+def _routes(name: str, collection_list: Any) -> list[str]:
+    """The names ansible-core's routing leads *name* through, after it
+    (empty where it leads nowhere, or to a plugin of the user's own)."""
+    try:
+        found = connection_loader.find_plugin_with_context(
+            name, collection_list=collection_list)
+    except AnsibleError:  # a removed plugin: vanilla's load says so
+        return []
+    return list(found.redirect_list[1:]) if found.resolved else []
 
 
 def _resolves_to_builtin(short: str) -> bool:
@@ -95,7 +123,7 @@ def _get_with_context(name: str, *args: Any, **kwargs: Any) -> Any:
     # A class asked for is not a task's connection: ansible-core's network
     # base asks for ssh's to call its _create_control_path.
     taking = isinstance(name, str) and not kwargs.get('class_only')
-    ours = ours_for(name) if taking else None
+    ours = ours_for(name, kwargs.get('collection_list')) if taking else None
     loaded = _load(ours or name, *args, **kwargs)
     if ours and loaded.object is not None:
         # ansible-core keeps a task's connection across loop items while

@@ -10,6 +10,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 import parity
 from runner import inventory, run_playbook
 from test_container_connection import container_inventory
@@ -44,6 +46,10 @@ print(json.dumps({
     'kept': kept.ansible_name,
     'vanilla': vanilla.ansible_name,
     'class_only': connection_loader.get('ssh', class_only=True).__module__,
+    # ansible-core routes "smart" to ssh since 2.19: taken as ssh is.
+    'smart': takeover.ours_for('smart'),
+    'smart_routed': connection_loader.find_plugin_with_context(
+        'smart').resolved,
 }))
 """
 
@@ -86,6 +92,8 @@ def test_the_hook_is_where_each_release_loads_a_connection(ansible_bin):
     assert found['vanilla'] == 'ansible.builtin.local', found
     # The network base asks for ssh's class for its _create_control_path.
     assert found['class_only'] == 'ansible.plugins.connection.ssh', found
+    assert found['smart'] == \
+        ('plasmid.accel.ssh' if found['smart_routed'] else None), found
 
 
 LOCALHOST = """
@@ -178,10 +186,13 @@ def test_hosts_that_name_ssh_and_delegation_to_localhost_are_taken(
     assert ours.stats['contexts'] == 2, ours.stats  # one ssh, one local
 
 
+@pytest.mark.parametrize('named', ['containers.podman.podman', 'podman'])
 def test_a_host_that_names_containers_podman_is_taken(
-        newest_ansible_bin, podman_container, containers_podman, tmp_path):
+        newest_ansible_bin, podman_container, containers_podman, tmp_path,
+        named):
+    """In full, or by the short name ansible-core routes to it."""
     env = dict(PRELOAD, ANSIBLE_COLLECTIONS_PATH=containers_podman)
-    inv = container_inventory(podman_container, 'containers.podman.podman')
+    inv = container_inventory(podman_container, named)
     ours = run_playbook(newest_ansible_bin, tmp_path, parity.TWENTY, inv,
                         True, env)
     assert ours.rc == 0, ours.output

@@ -29,6 +29,9 @@ options:
         must keep vanilla's, or list those full names here too.
       - C(containers.podman.podman) and C(community.docker.docker) go to
         C(plasmid.accel.podman) and C(plasmid.accel.docker).
+      - A name that ansible-core routes to one listed is taken as that one: C(docker) and
+        C(podman) (to the collections' plugins), C(smart) (to C(ssh), since ansible-core
+        2.19).
       - An empty list takes none.
     type: list
     elements: str
