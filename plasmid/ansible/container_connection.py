@@ -1,15 +1,19 @@
 """The accelerated container connection plugins' behaviour:
-``plasmid.accel.podman`` and ``plasmid.accel.docker``.
+``plasmid.accel.podman``, ``plasmid.accel.docker`` and
+``plasmid.accel.kubectl``.
 
 The ssh plugin's path (``connection``) with an interpreter in a running
 container instead of one over ssh: the broker starts it with
-``router.podman`` or ``router.docker`` (``<client> [extra args] exec -i
-[--user U] [exec options] CONTAINER python``) and keeps it for the run,
+``router.podman``, ``router.docker`` (``<client> [extra args] exec -i
+[--user U] [exec options] CONTAINER python``) or ``router.kubectl``
+(``kubectl [options] exec -i [-n NS] [-c C] POD -- python``) and keeps it
+for the run,
 so a pipelined module runs from RAM in a fork of it, a become user's
 interpreter starts once, and shell commands and files go through it.
 The collections' plugins (``containers.podman.podman``,
-``community.docker.docker``) start ``exec`` for every command, and files
-travel by ``podman cp`` or ``dd`` through another ``exec``.
+``community.docker.docker``, ``kubernetes.core.kubectl``) start ``exec``
+for every command, and files travel by ``podman cp`` or ``dd`` through
+another ``exec``.
 
 Options and variables are those plugins'; a container without Python is
 handed to them (as the ssh plugin hands a host without Python to
@@ -18,7 +22,8 @@ ansible-core's), so their collection must then be installed.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Optional
+import shutil
+from typing import TYPE_CHECKING, Any, Optional
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 
@@ -129,3 +134,89 @@ class DockerConnection(_ContainerConnection):
         if self.get_option('privileged'):
             args.append('--privileged')
         return args
+
+
+class KubectlConnection(_ContainerConnection):
+    """kubectl exec into a pod's container, with one persistent
+    interpreter per pod, container and account."""
+
+    # What action plugins see, as with kubernetes.core's plugin.
+    transport = 'kubernetes.core.kubectl'
+    VANILLA = 'kubernetes.core.kubectl'
+    METHOD = 'kubectl'
+    # kubectl's option for each of ours whose value it takes as given.
+    FLAGS = (('kubectl_context', '--context'), ('kubectl_host', '--server'),
+             ('kubectl_username', '--username'),
+             ('kubectl_password', '--password'),
+             ('kubectl_token', '--token'),
+             ('client_cert', '--client-certificate'),
+             ('client_key', '--client-key'),
+             ('ca_cert', '--certificate-authority'))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # As kubernetes.core's plugin, which fails the task so.
+        if not shutil.which('kubectl'):
+            raise AnsibleError('kubectl command not found in PATH')
+
+    def _hostname(self) -> str:
+        """The pod: its option, else the host's address."""
+        return self.get_option('kubectl_pod') or \
+            self._play_context.remote_addr
+
+    def _login_spec(self) -> dict:
+        kubeconfig = self.get_option('kubectl_kubeconfig') or None
+        return {
+            'method': 'kubectl',
+            'pod': self._hostname(),
+            'container': self.get_option('kubectl_container') or None,
+            'namespace': self.get_option('kubectl_namespace') or None,
+            'kubectl_args': self._kubectl_args(kubeconfig),
+            # Written to a file by the broker for kubectl's start.
+            'kubeconfig_data': kubeconfig if isinstance(kubeconfig, dict)
+            else None,
+            'local_env': self._local_env() or None,
+            'connect_timeout': connection.START_STAGE_FLOOR,
+        }
+
+    def _broker_error(self, exc: BrokerError) -> Exception:
+        """kubernetes.core's plugin never reports a host unreachable: what
+        kubectl refuses (a missing pod, an API server out of reach) fails
+        the task.  So here, with kubectl's own words in the message."""
+        if exc.kind in ('connect', 'lost'):
+            return AnsibleError('plasmid: kubectl exec into %s failed: %s'
+                                % (self._hostname(), str(exc).rstrip()))
+        return super()._broker_error(exc)
+
+    def _local_env(self) -> dict:
+        """kubectl_local_env_vars, as strings ``env`` can set."""
+        env = {}
+        for name, value in (self.get_option('kubectl_local_env_vars')
+                            or {}).items():
+            if not isinstance(name, str) or not name or '=' in name:
+                raise AnsibleError(
+                    'plasmid: kubectl_local_env_vars: %r is not an '
+                    'environment variable name' % (name,))
+            env[name] = str(value)
+        return env
+
+    def _kubectl_args(self, kubeconfig: Any) -> list[str]:
+        """kubectl's options before ``exec``, from the plugin's."""
+        args: list[str] = []
+        if isinstance(kubeconfig, str):
+            args += ['--kubeconfig', kubeconfig]
+        for option, flag in self.FLAGS:
+            value = self.get_option(option)
+            if value:
+                args += [flag, str(value)]
+        validate = self.get_option('validate_certs')
+        if validate not in ('', None) and not _true(validate):
+            args.append('--insecure-skip-tls-verify=true')
+        return args + (self.get_option('kubectl_extra_args') or '').split()
+
+
+def _true(value: Any) -> bool:
+    """A boolean option given as a string (its type is not declared)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ('1', 'true', 'yes', 'on', 'y', 't')
+    return bool(value)

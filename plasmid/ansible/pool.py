@@ -21,6 +21,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import plasmid
 from plasmid.core.errors import ConnectError
 from plasmid.connect import spawn
+from plasmid.ansible import kubectl_login
 
 LOG = logging.getLogger('plasmid.ansible.pool')
 
@@ -65,8 +66,9 @@ LANE_IDLE = 60.0
 BECOME_METHODS = ('sudo', 'su', 'doas')
 # Router methods a login spec's 'method' may name: the ssh connection's,
 # the local connection's (an interpreter on the broker's machine) and the
-# container connections' (one in a container there).
-LOGIN_METHODS = ('ssh', 'local', 'podman', 'docker')
+# container connections' (one in a container there, or in a pod that
+# kubectl there reaches).
+LOGIN_METHODS = ('ssh', 'local', 'podman', 'docker', 'kubectl')
 
 
 class BecomeFailed(Exception):
@@ -380,6 +382,9 @@ class Pool:
         method = login.pop('method')
         if method not in LOGIN_METHODS:
             raise ValueError('no such login method: %r' % (method,))
+        if method == 'kubectl':
+            return kubectl_login.start(self.router, login,
+                                       python or FIND_PYTHON)
         if method != 'ssh':
             start = getattr(self.router, method)
             return start(python_path=python or FIND_PYTHON, **login)

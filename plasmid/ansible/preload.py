@@ -5,7 +5,8 @@ strategy.
 
 ansible-playbook preloads its builtin connection plugins, never a
 collection's, so with forked workers each task's worker imports
-``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``) afresh.
+``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``,
+``.kubectl``) afresh.
 A callback is made in ansible-playbook itself before the first worker
 forks: loading the plugins there leaves them, and their options, in every
 worker's copy of the process.
@@ -26,7 +27,8 @@ from ansible.plugins.loader import callback_loader, connection_loader
 from plasmid.ansible import listing_cache, takeover
 
 CONNECTIONS = ('plasmid.accel.ssh', 'plasmid.accel.local',
-               'plasmid.accel.podman', 'plasmid.accel.docker')
+               'plasmid.accel.podman', 'plasmid.accel.docker',
+               'plasmid.accel.kubectl')
 
 
 def preload_connection() -> None:

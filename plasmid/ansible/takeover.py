@@ -16,8 +16,8 @@ workers inherit.  Only this module touches it; tests/ansible/test_takeover.py
 fails when a release moves it.
 
 A name ansible-core routes elsewhere is taken as the name it routes to:
-``docker`` and ``podman`` (community.docker.docker, containers.podman.podman),
-``smart`` (ssh).
+``docker``, ``podman`` and ``kubectl`` (community.docker.docker,
+containers.podman.podman, kubernetes.core.kubectl), ``smart`` (ssh).
 
 What stays vanilla's on purpose:
 
@@ -44,6 +44,7 @@ TAKEABLE = {
     'ansible.builtin.local': 'plasmid.accel.local',
     'containers.podman.podman': 'plasmid.accel.podman',
     'community.docker.docker': 'plasmid.accel.docker',
+    'kubernetes.core.kubectl': 'plasmid.accel.kubectl',
 }
 _LEGACY = 'ansible.legacy.'
 

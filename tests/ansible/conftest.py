@@ -100,6 +100,13 @@ def community_docker() -> str:
     return _bundled_collection('community.docker')
 
 
+@pytest.fixture(scope='session')
+def kubernetes_core() -> str:
+    """kubernetes.core, whose kubectl connection plasmid.accel.kubectl is
+    compared with."""
+    return _bundled_collection('kubernetes.core')
+
+
 @pytest.fixture
 def doomed_account(ansible_account) -> str:
     """The name of an account the login may sudo to without a password,

@@ -14,7 +14,7 @@ import pytest
 
 from plasmid.ansible import plugin_options
 
-PLUGINS = ('ssh', 'local', 'podman', 'docker')
+PLUGINS = plugin_options.PLUGINS
 
 
 def module_name(plugin: str) -> str:
@@ -98,7 +98,7 @@ pid = os.fork()
 if pid == 0:
     from plasmid.ansible.connection import RUNTIME_MODULES
     names = ['ansible_collections.plasmid.accel.plugins.connection.' + p
-             for p in ('ssh', 'local', 'podman', 'docker')]
+             for p in %r]
     state = {'imported': all(n in sys.modules for n in names),
              'options': all(C.config.has_configuration_definition(
                  'connection', n) for n in names),
@@ -108,7 +108,7 @@ if pid == 0:
 os.close(write)
 os.waitpid(pid, 0)
 print(os.read(read, 4096).decode())
-"""
+""" % (PLUGINS,)
 
 
 def run_in(ansible_bin: str, code: str, *args: str):

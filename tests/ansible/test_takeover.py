@@ -75,6 +75,8 @@ def test_the_callbacks_choices_are_the_names_it_can_take(newest_ansible_bin):
         check=True, capture_output=True, text=True).stdout)
     option = found['option']
     assert option['choices'] == found['takeable'], found
+    # Each paragraph a string (a ': ' in YAML makes one a mapping).
+    assert all(isinstance(p, str) for p in option['description']), option
     assert set(option['default']) <= set(found['takeable']), found
 
 
