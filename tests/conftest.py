@@ -57,6 +57,17 @@ def podman_container() -> Iterator[str]:
 
 
 @pytest.fixture(scope='module')
+def container_without_python() -> Iterator[str]:
+    """A running container of the test bed's image without Python."""
+    from testbed import containers
+    reason = containers.unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.container_without_python() as name:
+        yield name
+
+
+@pytest.fixture(scope='module')
 def docker_host(podman_container) -> Iterator[str]:
     """A DOCKER_HOST for the docker client: podman's Docker API, serving
     the test bed's containers (no Docker engine runs on this machine

@@ -67,7 +67,13 @@ plasmid's peers.  podman100 runs them in a podman container of the test
 bed's image (tests/testbed/containers.py, started for the run), as its
 root: ``-e ansible_connection=podman`` (containers.podman.podman from the bundle
 .ci/setup unpacks; Mitogen's strategy makes it mitogen_podman) or
-plasmid.accel.podman.  local100named is local100 with every peer naming
+plasmid.accel.podman.  kubectl100 runs them in that container as the pod
+``web`` of the test bed's stand-in Kubernetes API server
+(tests/testbed/kubectl.py), through the real kubectl client:
+``-e ansible_connection=kubectl`` (kubernetes.core.kubectl; mitogen_kubectl
+under Mitogen's strategy) or plasmid.accel.kubectl.  The stand-in's exec is
+``podman exec`` behind a Python WebSocket server, so its cost per exec is
+this test bed's, not a cluster's.  local100named is local100 with every peer naming
 ``local``: plasmid's connection plugin alone leaves it to vanilla's, the
 preload callback and the strategy take it (plasmid/ansible/takeover.py).
 Nothing crosses the relay in either, so they have no
@@ -115,7 +121,7 @@ import benchlib  # noqa: E402
 benchlib.setup_paths()
 
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
-from testbed import accounts, containers  # noqa: E402
+from testbed import accounts, containers, kubectl  # noqa: E402
 from testbed.procs import descendants  # noqa: E402
 
 sys.path.insert(0, HERE)
@@ -145,7 +151,8 @@ TARGET_HOSTS_THROUGHPUT = 3.0    # 50 hosts: >= 3x Mitogen's tasks/s
 # Scenarios that do not run over ssh: where -> (the connection vanilla's
 # and Mitogen's runs name, which Mitogen's strategy takes over, plasmid's).
 CONNECTIONS = {'local': ('local', 'plasmid.accel.local'),
-               'podman': ('podman', 'plasmid.accel.podman')}
+               'podman': ('podman', 'plasmid.accel.podman'),
+               'kubectl': ('kubectl', 'plasmid.accel.kubectl')}
 # Where containers.podman (vanilla's podman connection) is: .ci/setup
 # takes it from the "ansible" bundle.
 COLLECTIONS = '/opt/plasmid-ansible/collections'
@@ -169,7 +176,8 @@ class Scenario:
     # time plus this many seconds (and none of the ratio targets).
     vanilla_slack: Optional[float] = None
     # Where the tasks run: 'ssh' (the private sshd), 'local' (the
-    # controller) or 'podman' (a container of the test bed's image); see
+    # controller), 'podman' (a container of the test bed's image) or
+    # 'kubectl' (that container as a pod of the stand-in API server); see
     # CONNECTIONS.
     where: str = 'ssh'
     # Every peer names vanilla's connection (plasmid's peers then keep
@@ -207,6 +215,10 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
                  'container' % become, 'true100.yml', 1, become, become,
                  ['--tags', 'first20'] if quick else [],
                  commands_only=False, where='podman'),
+        Scenario('kubectl100', '%d tasks command /bin/true in a pod '
+                 '(kubectl, stand-in API server)' % become, 'true100.yml', 1,
+                 become, become, ['--tags', 'first20'] if quick else [],
+                 commands_only=False, where='kubectl'),
         Scenario('loop100', 'with_items loop of %d items, command /bin/true, '
                  '1 host' % items, 'loop.yml', 1, 1, items,
                  ['-e', 'items=%d' % items]),
@@ -526,6 +538,7 @@ class Bench:
         self.src_dir = os.path.join(work, 'src')     # bigfiles' sources
         self.digests: list[str] = []   # plasmid's source, run by run
         self.container: Optional[str] = None  # podman100's, when chosen
+        self.kubeconfig: Optional[str] = None  # kubectl100's stand-in's
 
     def venv(self, peer: str) -> str:
         return self.args.mitogen_venv if peer == 'mitogen' else self.args.venv
@@ -560,6 +573,11 @@ class Bench:
             # The container's root, not the ssh scenarios' account.
             argv += ['-e', 'ansible_host=%s' % self.container,
                      '-e', 'ansible_user=root']
+            env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
+        if scenario.where == 'kubectl':
+            # Mitogen's kubectl takes the pod from ansible_host.
+            argv += ['-e', 'ansible_host=web', '-e', 'ansible_kubectl_pod=web',
+                     '-e', 'ansible_kubectl_kubeconfig=%s' % self.kubeconfig]
             env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
         if peer in PLASMID_PEERS:
             digest = plasmid_digest()
@@ -845,8 +863,11 @@ def main() -> None:
                 inventories[True] = os.path.join(work, 'inventory-rtt.yml')
                 write_inventory(inventories[True], server, relays[True].ports)
             bench = Bench(args, server, relays, inventories, work, strategy)
-            if any(s.where == 'podman' for s in chosen):
+            if any(s.where in ('podman', 'kubectl') for s in chosen):
                 bench.container = stack.enter_context(containers.container())
+            if any(s.where == 'kubectl' for s in chosen):
+                bench.kubeconfig = stack.enter_context(kubectl.standin(
+                    {'default/web': [['app', bench.container, 'root']]}))
             if any(s.name == 'bigfiles' for s in chosen):
                 write_big_files(bench.src_dir, BIG_FILES_MIB[args.quick])
             if not args.no_warmup:

@@ -529,8 +529,10 @@ class Connection(ConnectionBase):
         options (they are its options, by name) and our become plugin."""
         if self._vanilla is None:
             from plasmid.ansible import takeover
+            # new_stdin as TaskExecutor gives it: the collections' plugins
+            # still require it, ansible-core's no longer use it.
             vanilla = takeover.load_vanilla(self.VANILLA, self._play_context,
-                                            shell=self._shell)
+                                            new_stdin=None, shell=self._shell)
             if vanilla is None:
                 raise AnsibleError(
                     'plasmid hands this to the %s connection plugin, which '

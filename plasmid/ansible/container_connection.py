@@ -26,6 +26,7 @@ import shutil
 from typing import TYPE_CHECKING, Any, Optional
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from plasmid.ansible import connection
 
@@ -165,13 +166,13 @@ class KubectlConnection(_ContainerConnection):
             self._play_context.remote_addr
 
     def _login_spec(self) -> dict:
-        kubeconfig = self.get_option('kubectl_kubeconfig') or None
+        kubeconfig = self.get_option('kubectl_kubeconfig')
         return {
             'method': 'kubectl',
             'pod': self._hostname(),
             'container': self.get_option('kubectl_container') or None,
             'namespace': self.get_option('kubectl_namespace') or None,
-            'kubectl_args': self._kubectl_args(kubeconfig),
+            'kubectl_args': self._kubectl_args(),
             # Written to a file by the broker for kubectl's start.
             'kubeconfig_data': kubeconfig if isinstance(kubeconfig, dict)
             else None,
@@ -189,7 +190,7 @@ class KubectlConnection(_ContainerConnection):
         return super()._broker_error(exc)
 
     def _local_env(self) -> dict:
-        """kubectl_local_env_vars, as strings ``env`` can set."""
+        """kubectl_local_env_vars, as strings."""
         env = {}
         for name, value in (self.get_option('kubectl_local_env_vars')
                             or {}).items():
@@ -200,23 +201,20 @@ class KubectlConnection(_ContainerConnection):
             env[name] = str(value)
         return env
 
-    def _kubectl_args(self, kubeconfig: Any) -> list[str]:
-        """kubectl's options before ``exec``, from the plugin's."""
+    def _kubectl_args(self) -> list[str]:
+        """kubectl's options before ``exec``, from the plugin's (a
+        kubeconfig given as data is the broker's to add)."""
         args: list[str] = []
-        if isinstance(kubeconfig, str):
+        kubeconfig = self.get_option('kubectl_kubeconfig')
+        if kubeconfig and isinstance(kubeconfig, str):
             args += ['--kubeconfig', kubeconfig]
         for option, flag in self.FLAGS:
             value = self.get_option(option)
             if value:
                 args += [flag, str(value)]
         validate = self.get_option('validate_certs')
-        if validate not in ('', None) and not _true(validate):
+        # Its type is not declared (as kubernetes.core's): maybe a string.
+        if validate not in ('', None) and not boolean(validate, strict=False):
             args.append('--insecure-skip-tls-verify=true')
         return args + (self.get_option('kubectl_extra_args') or '').split()
 
-
-def _true(value: Any) -> bool:
-    """A boolean option given as a string (its type is not declared)."""
-    if isinstance(value, str):
-        return value.strip().lower() in ('1', 'true', 'yes', 'on', 'y', 't')
-    return bool(value)

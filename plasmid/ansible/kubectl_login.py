@@ -6,8 +6,8 @@ arguments.
   owner can read, given to kubectl with ``--kubeconfig``, and removed once
   the context has started (kubectl reads it when it starts, and the
   context's stream outlives the file).
-- Environment variables for kubectl itself: the command is started through
-  ``env``, which adds them to the broker's environment.
+- Environment variables for kubectl itself go to ``router.kubectl``'s
+  ``kubectl_env``, on top of the broker's environment.
 """
 from __future__ import annotations
 
@@ -29,12 +29,8 @@ def start(router: plasmid.Router, login: dict,
         args = list(login.pop('kubectl_args', None) or [])
         if path is not None:
             args = ['--kubeconfig', path] + args
-        program = login.pop('kubectl_path', None) or 'kubectl'
-        if env:
-            args = _env_words(env) + [program] + args
-            program = 'env'
-        return router.kubectl(python_path=python_path, kubectl_path=program,
-                              kubectl_args=args, **login)
+        return router.kubectl(python_path=python_path, kubectl_args=args,
+                              kubectl_env=env, **login)
 
 
 @contextlib.contextmanager
@@ -51,9 +47,3 @@ def _kubeconfig_file(data: Optional[dict]) -> Iterator[Optional[str]]:
         yield path
     finally:
         os.unlink(path)
-
-
-def _env_words(env: dict) -> list[str]:
-    """``env``'s arguments that set *env* (its names checked by the
-    plugin)."""
-    return ['--'] + ['%s=%s' % item for item in env.items()]

@@ -29,9 +29,10 @@ class Process(object):
     contexts down itself).  With *tty*, that session's controlling
     terminal is a fresh pty, which is where ssh and su ask for passwords;
     without one, a program that wants to prompt fails instead of hanging.
+    *env*: the program's whole environment (None: this process's).
     """
 
-    def __init__(self, argv, tty=False):
+    def __init__(self, argv, tty=False, env=None):
         self.argv = argv
         pipes, (self.tty_fd, tty_slave) = _open_descriptors(argv, tty)
         for read_end, write_end in pipes[:2]:
@@ -42,7 +43,7 @@ class Process(object):
         try:
             self.popen = subprocess.Popen(
                 argv, stdin=pipes[0][0], stdout=pipes[1][1],
-                stderr=pipes[2][1], close_fds=True,
+                stderr=pipes[2][1], close_fds=True, env=env,
                 **_session_arguments(tty_slave))
         except OSError as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:

@@ -29,6 +29,7 @@ import sys
 import time
 import zlib
 
+from plasmid.core.compat import PY2, text_type
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking
@@ -468,6 +469,27 @@ def boot_frame(router, spec):
     }).to_bytes()
 
 
+def program_environment(spec):
+    """The environment of the program that starts the context: this
+    process's, with the spec's ``program_env`` on top (None: unchanged).
+    Given to the program, not on its command line, where every user of
+    the machine could read it."""
+    extra = spec.get('program_env')
+    if not extra:
+        return None
+    env = dict(os.environ)
+    for name, value in extra.items():
+        env[_native(name)] = _native(value)
+    return env
+
+
+def _native(text):
+    """*text* as the str a Python 2 environment holds (UTF-8)."""
+    if PY2 and isinstance(text, text_type):  # pragma: no cover
+        return text.encode('utf-8')
+    return text
+
+
 def _connect(router, spec, blob, method, tty, watch_boot):
     boot = boot_frame(router, spec)
     if method.CORE_IN_ARGV:
@@ -476,7 +498,8 @@ def _connect(router, spec, blob, method, tty, watch_boot):
     else:
         python = boot_argv(spec['python_path'], len(blob))
         payload = blob + boot
-    proc = Process(method.argv(spec, python), tty=tty)
+    proc = Process(method.argv(spec, python), tty=tty,
+                   env=program_environment(spec))
     handshake = Handshake(proc, method, spec, payload,
                           until_ready=watch_boot is not None)
     try:

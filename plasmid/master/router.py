@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 from plasmid.connect import spawn
 from plasmid.core.context import Context
@@ -75,6 +75,19 @@ def _checked_args(option: str, args: Any) -> list[str]:
         raise ValueError('%s must be a list of strings, not %r'
                          % (option, args))
     return list(args)
+
+
+def _checked_env(option: str, env: Any) -> Optional[dict[str, str]]:
+    """Environment variables for a program: names and values as strings,
+    a name neither empty nor holding '=' (None: none)."""
+    if env is None:
+        return None
+    if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and '=' not in k
+            and '\0' not in k + v for k, v in env.items()):
+        raise ValueError('%s must map variable names to strings, not %r'
+                         % (option, env))
+    return dict(env) or None
 
 
 def _checked_user(username: Any) -> Optional[str]:
@@ -403,6 +416,7 @@ class Router:
                 kubectl_args: Optional[Sequence[str]] = None,
                 exec_args: Optional[Sequence[str]] = None,
                 kubectl_path: Optional[str] = None,
+                kubectl_env: Optional[Mapping[str, str]] = None,
                 name: Optional[str] = None,
                 connect_timeout: float = 30.0) -> MasterContext:
         """Start Python inside *pod* of a Kubernetes cluster through
@@ -410,7 +424,9 @@ class Router:
         the one kubectl picks) of *namespace* (default: the kubeconfig
         context's), as the user the container runs as.  *kubectl_args* go
         before ``exec`` (``--kubeconfig``, ``--context``), *exec_args*
-        after it.  *python_path*: as for :meth:`docker`."""
+        after it; *kubectl_env* adds to kubectl's environment (given to
+        the program, not on its command line).  *python_path*: as for
+        :meth:`docker`."""
         return self._start('kubectl', via, name, connect_timeout,
                            pod=_checked_name('pod', pod),
                            container=_checked_name('container', container,
@@ -421,7 +437,9 @@ class Router:
                            kubectl_args=_checked_args('kubectl_args',
                                                       kubectl_args),
                            exec_args=_checked_args('exec_args', exec_args),
-                           kubectl_path=kubectl_path)
+                           kubectl_path=kubectl_path,
+                           program_env=_checked_env('kubectl_env',
+                                                    kubectl_env))
 
     def _start_in_container(self, method: str, container: str,
                             username: Optional[str],

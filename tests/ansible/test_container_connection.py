@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import parity
 from runner import run_playbook
-from test_playbooks import assert_same
+from test_playbooks import assert_same, comparable
 
 
 def container_inventory(container: str, connection: str,
@@ -205,3 +205,71 @@ def test_container_tasks_match_community_docker(
     results = {r['task']: r['result'] for r in moved.results}
     assert results['where commands run (working_dir)']['stdout'] == '/tmp'
     assert results['raw, in a shell']['stdout'] == 'raw /tmp\n'
+
+
+NO_PYTHON = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: raw, as to install a Python
+      raw: id -un
+    - name: a script
+      script: hello.sh
+    - name: a module, with no Python to run it
+      command: /bin/true
+      ignore_errors: true
+    - name: raw still works
+      raw: echo after
+"""
+
+
+def test_a_container_without_python_is_handed_to_the_collections_plugin(
+        newest_ansible_bin, container_without_python, containers_podman,
+        tmp_path):
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    vanilla = run_podman(newest_ansible_bin, tmp_path, NO_PYTHON,
+                         container_without_python, containers_podman, False)
+    ours = run_podman(newest_ansible_bin, tmp_path, NO_PYTHON,
+                      container_without_python, containers_podman, True)
+    assert_no_python_as_vanilla(vanilla, ours)
+
+
+MODULE_TASK = 'a module, with no Python to run it'
+# What ansible-core says of a module whose interpreter is missing: the
+# first where the command's exit status (127) came back, the second where
+# kubectl, still writing the module to a shell that had exited, ended with
+# its own status instead (a race in kubectl, vanilla's as much as ours).
+INTERPRETER_MISSING = ("The module interpreter '/usr/bin/python3' was not "
+                       "found.", 'Module result deserialization failed: No '
+                       'start of json char found')
+
+
+def assert_no_python_as_vanilla(vanilla, ours, racy_status=False) -> None:
+    """NO_PYTHON's results, ours as the collection's plugin's; with
+    *racy_status*, the module's failure in either of ansible-core's words
+    (see INTERPRETER_MISSING)."""
+    if not racy_status:
+        assert_same(vanilla, ours)
+    else:
+        assert vanilla.rc == ours.rc, ours.output
+        theirs, mine = vanilla.by_task(), ours.by_task()
+        assert set(theirs) == set(mine), ours.output
+        for key, result in mine.items():
+            assert result['status'] == theirs[key]['status'], key
+            if key[1] == MODULE_TASK:
+                assert result['result']['msg'] in INTERPRETER_MISSING
+                assert theirs[key]['result']['msg'] in INTERPRETER_MISSING
+            else:
+                assert comparable(result['result']) == \
+                    comparable(theirs[key]['result']), key
+    results = {r['task']: r for r in ours.results}
+    assert results['raw, as to install a Python']['result']['stdout'] \
+        .split() == ['root']
+    assert 'script says hi' in results['a script']['result']['stdout']
+    module = results[MODULE_TASK]
+    assert module['status'] == 'failed', module
+    assert results['raw still works']['status'] == 'ok'
+    # The module was asked for, found no interpreter, and went as given.
+    assert ours.stats['modules_from_script'] == 1, ours.stats
+    assert ours.stats.get('module_runs', 0) == 0, ours.stats
+    assert 'Traceback' not in ours.output

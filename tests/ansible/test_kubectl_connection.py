@@ -7,7 +7,11 @@ same results with either plugin, while ours keeps one interpreter for the
 run and runs modules from RAM."""
 from __future__ import annotations
 
+import glob
 import json
+import os
+import subprocess
+import tempfile
 from typing import Iterator
 
 import pytest
@@ -116,6 +120,9 @@ def test_a_kubeconfig_as_data_and_kubectls_environment(
     ours = run(newest_ansible_bin, tmp_path, 'plasmid.accel.kubectl', inline,
                kubernetes_core)
     assert ours.stats['module_runs'] == MODULE_RUNS, ours.stats
+    # The file kubectl read it from is gone with kubectl's start.
+    assert glob.glob(os.path.join(tempfile.gettempdir(),
+                                  'plasmid-kubeconfig-*')) == []
     env = "ansible_kubectl_local_env_vars='%s'" % json.dumps(
         {'KUBECONFIG': cluster})
     ours = run(newest_ansible_bin, tmp_path, 'plasmid.accel.kubectl', env,
@@ -154,3 +161,76 @@ def test_a_missing_pod_fails_the_task_as_in_vanilla(
     assert 'pods "absent" not found' in theirs['result']['module_stderr']
     assert 'pods "absent" not found' in mine['result']['msg'], mine
     assert 'Traceback' not in ours.output
+
+
+def test_a_container_without_python_is_handed_to_kubernetes_core(
+        newest_ansible_bin, container_without_python, kubernetes_core,
+        tmp_path):
+    from test_container_connection import NO_PYTHON, \
+        assert_no_python_as_vanilla
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    env = {'ANSIBLE_COLLECTIONS_PATH': kubernetes_core}
+    with kubectl.standin({'default/web': [['app', container_without_python,
+                                           'root']]}) as config:
+        runs = [run_playbook(newest_ansible_bin, tmp_path, NO_PYTHON,
+                             pod_inventory(connection,
+                                           'ansible_kubectl_kubeconfig='
+                                           + config), accelerated, env)
+                for connection, accelerated in (
+                    ('kubernetes.core.kubectl', False),
+                    ('plasmid.accel.kubectl', True))]
+    assert_no_python_as_vanilla(*runs, racy_status=True)
+
+
+@pytest.mark.parametrize('option, said', [
+    ('ansible_kubectl_context=nowhere',
+     'context was not found for specified context: nowhere'),
+    # Web is in the stand-in's default namespace only.
+    ('ansible_kubectl_namespace=jobs', 'Error from server (NotFound)'),
+    ('ansible_kubectl_container=db', 'container db is not valid for pod web'),
+])
+def test_the_pods_options_reach_kubectl(newest_ansible_bin, cluster,
+                                        kubernetes_core, tmp_path, option,
+                                        said):
+    book = ('- hosts: targets\n  gather_facts: false\n  tasks:\n'
+            '    - name: where\n      command: id -un\n')
+    inv = pod_inventory('plasmid.accel.kubectl',
+                        'ansible_kubectl_kubeconfig=%s %s' % (cluster, option))
+    ours = run_playbook(newest_ansible_bin, tmp_path, book, inv, True,
+                        {'ANSIBLE_COLLECTIONS_PATH': kubernetes_core})
+    mine = ours.by_task()[('box', 'where')]
+    assert mine['status'] == 'failed', mine
+    assert said in mine['result']['msg'], mine
+
+
+# kubectl's arguments from the plugin's options, in the newest venv.
+ARGS = """
+import json, os, sys
+from ansible.playbook.play_context import PlayContext
+from ansible.plugins.loader import connection_loader, init_plugin_loader
+init_plugin_loader()
+plugin = connection_loader.get('plasmid.accel.kubectl', PlayContext(),
+                               os.devnull)
+plugin.set_options(var_options=json.loads(sys.argv[1]))
+print(json.dumps(plugin._kubectl_args()))
+"""
+
+
+@pytest.mark.parametrize('given, args', [
+    ({'ansible_kubectl_validate_certs': False},
+     ['--insecure-skip-tls-verify=true']),
+    ({'ansible_kubectl_verify_ssl': 'no'}, ['--insecure-skip-tls-verify=true']),
+    ({'ansible_kubectl_validate_certs': True}, []),
+    ({'ansible_kubectl_token': 't0k', 'ansible_kubectl_server': 'https://k',
+      'ansible_kubectl_kubeconfig': '/k.cfg',
+      'ansible_kubectl_extra_args': '--v=2  --request-timeout=5s'},
+     ['--kubeconfig', '/k.cfg', '--server', 'https://k', '--token', 't0k',
+      '--v=2', '--request-timeout=5s']),
+])
+def test_kubectls_arguments_from_the_plugins_options(newest_ansible_bin,
+                                                     given, args):
+    found = subprocess.run(
+        [os.path.join(newest_ansible_bin, 'python'), '-c', ARGS,
+         json.dumps(given)], cwd='/', check=True, capture_output=True,
+        text=True).stdout
+    assert json.loads(found) == args

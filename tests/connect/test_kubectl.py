@@ -87,6 +87,30 @@ def test_a_kubectl_context_through_a_python_27_intermediary(router,
     assert middle.call(connect_fns.in_a_container) is False
 
 
+def test_kubectls_environment_is_given_to_it_not_on_its_command_line(
+        router, cluster) -> None:
+    """KUBECONFIG through kubectl_env, the via context's environment
+    beneath it (a Python 2.7 intermediary's spawn gets it too)."""
+    middle = router.local(python_path=require_python('2.7'))
+    ctx = router.kubectl('web', via=middle,
+                         kubectl_env={'KUBECONFIG': cluster[0]})
+    assert ctx.call(connect_fns.in_a_container) is True
+    from plasmid.connect import spawn
+    env = spawn.program_environment({'program_env': {'KUBECONFIG': 'x'}})
+    assert env['KUBECONFIG'] == 'x' and env['PATH'] == os.environ['PATH']
+    assert spawn.program_environment({}) is None
+
+
+@pytest.mark.parametrize('env', [{'A=B': 'x'}, {'': 'x'}, {'A': 1},
+                                 ['A=1'], {'A': 'x\0y'}])
+def test_a_bad_kubectl_env_is_refused_before_anything_starts(router,
+                                                             env) -> None:
+    with pytest.raises(ValueError) as info:
+        router.kubectl('web', kubectl_env=env)
+    assert 'kubectl_env must map variable names to strings' in \
+        str(info.value)
+
+
 @pytest.mark.parametrize('kwargs, said', [
     (dict(pod='absent'), 'pods "absent" not found'),
     (dict(pod='batch'), 'pods "batch" not found'),  # not in default

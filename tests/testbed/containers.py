@@ -84,6 +84,16 @@ def container() -> Iterator[str]:
         _podman('rm', '-f', '-t', '0', name, check=False)
 
 
+@contextlib.contextmanager
+def container_without_python() -> Iterator[str]:
+    """A running container of IMAGE whose Python is gone (removed from
+    its own writable layer; the image keeps it); yields its name."""
+    with container() as name:
+        _podman('exec', name, 'rm', '-f', '/usr/bin/python3',
+                '/usr/bin/python3.11')
+        yield name
+
+
 def first_pid(name: str) -> int:
     """The host pid of container *name*'s first process."""
     return int(_podman('inspect', '-f', '{{.State.Pid}}', name).stdout)
