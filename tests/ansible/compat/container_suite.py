@@ -48,14 +48,14 @@ SUITE = 'test/integration/targets/connection'
 
 def inventory(plugin: str, connection: str, address: str) -> str:
     """Two hosts, pipelining on and off, in the group the suite names."""
-    where = ('ansible_kubectl_pod=web ansible_kubectl_kubeconfig=%s'
-             % address if plugin == 'kubectl' else 'ansible_host=%s' % address)
+    where = ['ansible_kubectl_pod=web', 'ansible_kubectl_kubeconfig=%s'
+             % address] if plugin == 'kubectl' else ['ansible_host=%s' % address]
     lines = ['[%s]' % plugin]
     for pipelining in ('true', 'false'):
         lines.append('%s-pipelining-%s ansible_pipelining=%s'
                      % (plugin, pipelining, pipelining))
     lines += ['[%s:vars]' % plugin, 'ansible_connection=%s' % connection,
-              'ansible_python_interpreter=/usr/bin/python3', where]
+              'ansible_python_interpreter=/usr/bin/python3'] + where
     return '\n'.join(lines) + '\n'
 
 
