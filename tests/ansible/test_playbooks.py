@@ -71,15 +71,18 @@ def comparable(result: dict) -> dict:
     return kept
 
 
-def assert_same(vanilla, accelerated) -> None:
+def assert_same(vanilla, accelerated, unsettled: tuple = ()) -> None:
+    """The same tasks end the same way; the tasks named in *unsettled*
+    (whose words vary between vanilla's own runs) in status only."""
     assert vanilla.rc == accelerated.rc, accelerated.output
     ours = accelerated.by_task()
     assert set(ours) == set(vanilla.by_task()), accelerated.output
     for key, theirs in vanilla.by_task().items():
         mine = ours[key]
         assert mine['status'] == theirs['status'], (key, mine, theirs)
-        assert comparable(mine['result']) == comparable(theirs['result']), \
-            key
+        if key[1] not in unsettled:
+            assert comparable(mine['result']) == \
+                comparable(theirs['result']), key
 
 
 BECOME = """
