@@ -1744,17 +1744,19 @@ AD_HOC = [('-m', 'ping'), ('-b', '-m', 'command', '-a', 'id -un'),
 
 
 def run_ad_hoc(ansible_bin: str, tmp_path, inv: str, accelerated: bool,
-               words: tuple) -> tuple[int, str, dict]:
+               words: tuple, extra_env: dict | None = None,
+               stats_timeout: float = 10.0) -> tuple[int, str, dict]:
     """``ansible t1 -o <words>``: exit status, the one-line output without
     its timestamps, and the broker's counters (accelerated)."""
     prepared = prepare_playbook(ansible_bin, tmp_path, '[]', inv,
-                                accelerated)
+                                accelerated, extra_env)
     proc = subprocess.run(
         [os.path.join(ansible_bin, 'ansible'), 't1', '-o', '-i',
          prepared.argv[2], *words], env=prepared.env, capture_output=True,
         text=True, timeout=300)
     line = re.sub(r'"(start|end|delta)": "[^"]*"', '', proc.stdout)
-    stats = wait_for_stats(prepared.stats) if accelerated else {}
+    stats = accelerated and wait_for_stats(prepared.stats,
+                                           stats_timeout) or {}
     return proc.returncode, line, stats
 
 

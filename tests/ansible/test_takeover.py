@@ -15,7 +15,7 @@ import pytest
 import parity
 from runner import inventory, run_playbook
 from test_container_connection import container_inventory
-from test_playbooks import PRELOAD, STRATEGY, assert_same
+from test_playbooks import PRELOAD, STRATEGY, assert_same, run_ad_hoc
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
 # use it, with the takeover installed; checked in each release's venv.
@@ -186,6 +186,26 @@ def test_hosts_that_name_ssh_and_delegation_to_localhost_are_taken(
     assert_same(vanilla, ours)
     assert ours.stats['module_runs'] == 3, ours.stats
     assert ours.stats['contexts'] == 2, ours.stats  # one ssh, one local
+
+
+def test_ad_hoc_commands_are_taken_once_they_load_callbacks(
+        newest_ansible_bin, ansible_account, sshd, tmp_path):
+    """``ansible`` makes the enabled callbacks only with
+    ``bin_ansible_callbacks`` (README says so): then ours takes the ssh
+    host as in ansible-playbook; without it, vanilla's plugin runs."""
+    inv = inventory(sshd, ansible_account, extra='ansible_connection=ssh')
+    words = ('-b', '-m', 'command', '-a', 'id -un')
+    vanilla = run_ad_hoc(newest_ansible_bin, tmp_path, inv, False, words)
+    assert vanilla[0] == 0 and '(stdout) root' in vanilla[1], vanilla
+    loading = dict(PRELOAD, ANSIBLE_LOAD_CALLBACK_PLUGINS='True')
+    ours = run_ad_hoc(newest_ansible_bin, tmp_path, inv, True, words,
+                      loading)
+    assert ours[:2] == vanilla[:2], ours
+    assert ours[2]['module_runs'] == 1, ours
+    left = run_ad_hoc(newest_ansible_bin, tmp_path, inv, True, words,
+                      PRELOAD, stats_timeout=1)
+    assert left[:2] == vanilla[:2], left
+    assert left[2].get('module_runs', 0) == 0, left
 
 
 @pytest.mark.parametrize('named', ['containers.podman.podman', 'podman'])
