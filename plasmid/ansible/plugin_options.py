@@ -10,8 +10,8 @@ for tasks that never use the connection (``set_fact``, ``include_tasks``).
 Even PyYAML's C loader costs ~6 ms there.  So the options also live as a
 Python literal, generated from DOCUMENTATION (``python -m
 plasmid.ansible.plugin_options``, which rewrites ``ssh_options.py``,
-``local_options.py``, ``podman_options.py``, ``docker_options.py`` and
-``kubectl_options.py``), and
+``local_options.py``, ``podman_options.py``, ``docker_options.py``,
+``kubectl_options.py`` and ``lxc_options.py``), and
 ansible-core skips its own parse for a plugin whose options it already
 holds.
 
@@ -44,7 +44,7 @@ PLUGIN_DIR = os.path.join(
     'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection')
 # Our connection plugins; each one's options are generated into
 # NAME_options.py beside this file.
-PLUGINS = ('ssh', 'local', 'podman', 'docker', 'kubectl')
+PLUGINS = ('ssh', 'local', 'podman', 'docker', 'kubectl', 'lxc')
 GENERATED = {name: os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 name + '_options.py') for name in PLUGINS}
 

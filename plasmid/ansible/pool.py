@@ -68,7 +68,7 @@ BECOME_METHODS = ('sudo', 'su', 'doas')
 # the local connection's (an interpreter on the broker's machine) and the
 # container connections' (one in a container there, or in a pod that
 # kubectl there reaches).
-LOGIN_METHODS = ('ssh', 'local', 'podman', 'docker', 'kubectl')
+LOGIN_METHODS = ('ssh', 'local', 'podman', 'docker', 'kubectl', 'lxc')
 
 
 class BecomeFailed(Exception):

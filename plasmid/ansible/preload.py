@@ -6,7 +6,7 @@ strategy.
 ansible-playbook preloads its builtin connection plugins, never a
 collection's, so with forked workers each task's worker imports
 ``plasmid.accel.ssh`` (or ``.local``, ``.podman``, ``.docker``,
-``.kubectl``) afresh.
+``.kubectl``, ``.lxc``) afresh.
 A callback is made in ansible-playbook itself before the first worker
 forks: loading the plugins there leaves them, and their options, in every
 worker's copy of the process.
@@ -28,7 +28,7 @@ from plasmid.ansible import listing_cache, takeover
 
 CONNECTIONS = ('plasmid.accel.ssh', 'plasmid.accel.local',
                'plasmid.accel.podman', 'plasmid.accel.docker',
-               'plasmid.accel.kubectl')
+               'plasmid.accel.kubectl', 'plasmid.accel.lxc')
 
 
 def preload_connection() -> None:

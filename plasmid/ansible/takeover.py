@@ -16,8 +16,9 @@ workers inherit.  Only this module touches it; tests/ansible/test_takeover.py
 fails when a release moves it.
 
 A name ansible-core routes elsewhere is taken as the name it routes to:
-``docker``, ``podman`` and ``kubectl`` (community.docker.docker,
-containers.podman.podman, kubernetes.core.kubectl), ``smart`` (ssh).
+``docker``, ``podman``, ``kubectl`` and ``lxc`` (community.docker.docker,
+containers.podman.podman, kubernetes.core.kubectl, community.general.lxc),
+``smart`` (ssh).
 
 What stays vanilla's on purpose:
 
@@ -45,6 +46,7 @@ TAKEABLE = {
     'containers.podman.podman': 'plasmid.accel.podman',
     'community.docker.docker': 'plasmid.accel.docker',
     'kubernetes.core.kubectl': 'plasmid.accel.kubectl',
+    'community.general.lxc': 'plasmid.accel.lxc',
 }
 _LEGACY = 'ansible.legacy.'
 

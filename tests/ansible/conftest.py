@@ -93,6 +93,31 @@ def containers_podman() -> str:
     return _bundled_collection('containers.podman')
 
 
+@pytest.fixture(scope='module')
+def ansible_lxc_container() -> Iterator[str]:
+    """A running LXC container of the test bed whose /tmp and root's home
+    are writable (in memory), as playbooks need; its name.  Fails where
+    .ci/setup has not run: CI must run the LXC tests."""
+    from testbed import containers
+    reason = containers.lxc_unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.lxc_container(containers.ANSIBLE_WRITABLE) as name:
+        yield name
+
+
+@pytest.fixture(scope='session')
+def lxc_bindings(newest_ansible_bin) -> None:
+    """community.general.lxc, which plasmid.accel.lxc is compared with,
+    needs the python lxc bindings in ansible-core's venv (.ci/setup builds
+    them in the newest one)."""
+    python = os.path.join(newest_ansible_bin, 'python')
+    if subprocess.run([python, '-c', 'import lxc'],
+                      capture_output=True).returncode != 0:
+        pytest.fail('no python lxc bindings in %s: run .ci/setup'
+                    % newest_ansible_bin)
+
+
 @pytest.fixture(scope='session')
 def community_docker() -> str:
     """community.docker, whose docker connection plasmid.accel.docker is

@@ -166,16 +166,25 @@ lxc.init.cmd = /bin/sleep infinity
 """ % (LXC_HOST_NAME, ROOTFS)
 
 
+# A directory of the container kept in memory, writable: Ansible's tasks
+# need /tmp, /var/tmp and root's home (temp files, what they write).
+LXC_TMPFS = 'lxc.mount.entry = tmpfs %s tmpfs rw,nosuid,nodev,mode=%s 0 0\n'
+ANSIBLE_WRITABLE = (('tmp', '1777'), ('var/tmp', '1777'), ('root', '0700'))
+
+
 @contextlib.contextmanager
-def lxc_container() -> Iterator[str]:
+def lxc_container(writable: tuple = ()) -> Iterator[str]:
     """A running LXC container on ROOTFS (read-only, no network, its first
-    process sleeps); yields its name."""
+    process sleeps), with a tmpfs on each of *writable*'s (directory,
+    mode) pairs; yields its name."""
     _remove_lxc_leftovers()
     name = _new_name()
     os.makedirs(os.path.join(LXC_DIR, name))
     try:
         with open(os.path.join(LXC_DIR, name, 'config'), 'w') as handle:
             handle.write(LXC_CONFIG)
+            for directory, mode in writable:
+                handle.write(LXC_TMPFS % (directory, mode))
         subprocess.run(['lxc-start', '--name', name], check=True,
                        capture_output=True, timeout=60)
         yield name

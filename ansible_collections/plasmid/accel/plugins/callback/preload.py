@@ -27,16 +27,17 @@ options:
         name that resolves to a plugin of your own is left to it. Write
         C(ansible.builtin.ssh) or C(ansible.builtin.local) in full where a host or play
         must keep vanilla's, or list those full names here too.
-      - C(containers.podman.podman), C(community.docker.docker) and C(kubernetes.core.kubectl)
-        go to C(plasmid.accel.podman), C(plasmid.accel.docker) and C(plasmid.accel.kubectl).
+      - C(containers.podman.podman), C(community.docker.docker), C(kubernetes.core.kubectl)
+        and C(community.general.lxc) go to C(plasmid.accel.podman), C(plasmid.accel.docker),
+        C(plasmid.accel.kubectl) and C(plasmid.accel.lxc).
       - A name that ansible-core routes to one listed is taken as that one, as are C(docker),
-        C(podman) and C(kubectl) (routed to the collections' plugins) and C(smart) (routed to
-        C(ssh) since ansible-core 2.19).
+        C(podman), C(kubectl) and C(lxc) (routed to the collections' plugins) and C(smart)
+        (routed to C(ssh) since ansible-core 2.19).
       - An empty list takes none.
     type: list
     elements: str
-    default: [ssh, local, containers.podman.podman, community.docker.docker, kubernetes.core.kubectl]
-    choices: [ssh, ansible.builtin.ssh, local, ansible.builtin.local, containers.podman.podman, community.docker.docker, kubernetes.core.kubectl]
+    default: [ssh, local, containers.podman.podman, community.docker.docker, kubernetes.core.kubectl, community.general.lxc]
+    choices: [ssh, ansible.builtin.ssh, local, ansible.builtin.local, containers.podman.podman, community.docker.docker, kubernetes.core.kubectl, community.general.lxc]
     env:
       - name: PLASMID_ACCEL_CONNECTIONS
     ini:
