@@ -73,7 +73,11 @@ plasmid.accel.podman.  kubectl100 runs them in that container as the pod
 ``-e ansible_connection=kubectl`` (kubernetes.core.kubectl; mitogen_kubectl
 under Mitogen's strategy) or plasmid.accel.kubectl.  The stand-in's exec is
 ``podman exec`` behind a Python WebSocket server, so its cost per exec is
-this test bed's, not a cluster's.  local100named is local100 with every peer naming
+this test bed's, not a cluster's.  lxc100 runs them in an LXC container on
+the test bed's file system (read-only; /tmp, /var/tmp and root's home in
+memory), as its root: ``-e ansible_connection=lxc`` (community.general.lxc,
+unpipelined for vanilla: its pipelining is unreliable; mitogen_lxc under
+Mitogen's strategy) or plasmid.accel.lxc.  local100named is local100 with every peer naming
 ``local``: plasmid's connection plugin alone leaves it to vanilla's, the
 preload callback and the strategy take it (plasmid/ansible/takeover.py).
 Nothing crosses the relay in either, so they have no
@@ -152,7 +156,8 @@ TARGET_HOSTS_THROUGHPUT = 3.0    # 50 hosts: >= 3x Mitogen's tasks/s
 # and Mitogen's runs name, which Mitogen's strategy takes over, plasmid's).
 CONNECTIONS = {'local': ('local', 'plasmid.accel.local'),
                'podman': ('podman', 'plasmid.accel.podman'),
-               'kubectl': ('kubectl', 'plasmid.accel.kubectl')}
+               'kubectl': ('kubectl', 'plasmid.accel.kubectl'),
+               'lxc': ('lxc', 'plasmid.accel.lxc')}
 # Where containers.podman (vanilla's podman connection) is: .ci/setup
 # takes it from the "ansible" bundle.
 COLLECTIONS = '/opt/plasmid-ansible/collections'
@@ -177,7 +182,8 @@ class Scenario:
     vanilla_slack: Optional[float] = None
     # Where the tasks run: 'ssh' (the private sshd), 'local' (the
     # controller), 'podman' (a container of the test bed's image) or
-    # 'kubectl' (that container as a pod of the stand-in API server); see
+    # 'kubectl' (that container as a pod of the stand-in API server) or
+    # 'lxc' (an LXC container on the test bed's file system); see
     # CONNECTIONS.
     where: str = 'ssh'
     # Every peer names vanilla's connection (plasmid's peers then keep
@@ -219,6 +225,10 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
                  '(kubectl, stand-in API server)' % become, 'true100.yml', 1,
                  become, become, ['--tags', 'first20'] if quick else [],
                  commands_only=False, where='kubectl'),
+        Scenario('lxc100', '%d tasks command /bin/true in an LXC container'
+                 % become, 'true100.yml', 1, become, become,
+                 ['--tags', 'first20'] if quick else [],
+                 commands_only=False, where='lxc'),
         Scenario('loop100', 'with_items loop of %d items, command /bin/true, '
                  '1 host' % items, 'loop.yml', 1, 1, items,
                  ['-e', 'items=%d' % items]),
@@ -539,6 +549,7 @@ class Bench:
         self.digests: list[str] = []   # plasmid's source, run by run
         self.container: Optional[str] = None  # podman100's, when chosen
         self.kubeconfig: Optional[str] = None  # kubectl100's stand-in's
+        self.lxc: Optional[str] = None  # lxc100's container, when chosen
 
     def venv(self, peer: str) -> str:
         return self.args.mitogen_venv if peer == 'mitogen' else self.args.venv
@@ -579,6 +590,13 @@ class Bench:
             argv += ['-e', 'ansible_host=web', '-e', 'ansible_kubectl_pod=web',
                      '-e', 'ansible_kubectl_kubeconfig=%s' % self.kubeconfig]
             env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
+        if scenario.where == 'lxc':
+            argv += ['-e', 'ansible_host=%s' % self.lxc]
+            env['ANSIBLE_COLLECTIONS_PATH'] = COLLECTIONS
+            if peer == 'vanilla':
+                # community.general.lxc's pipelining loses modules' text
+                # now and then (README): vanilla runs it unpipelined.
+                env['ANSIBLE_PIPELINING'] = 'False'
         if peer in PLASMID_PEERS:
             digest = plasmid_digest()
             if digest not in self.digests:
@@ -865,6 +883,9 @@ def main() -> None:
             bench = Bench(args, server, relays, inventories, work, strategy)
             if any(s.where in ('podman', 'kubectl') for s in chosen):
                 bench.container = stack.enter_context(containers.container())
+            if any(s.where == 'lxc' for s in chosen):
+                bench.lxc = stack.enter_context(containers.lxc_container(
+                    containers.ANSIBLE_WRITABLE))
             if any(s.where == 'kubectl' for s in chosen):
                 bench.kubeconfig = stack.enter_context(kubectl.standin(
                     {'default/web': [['app', bench.container, 'root']]}))
