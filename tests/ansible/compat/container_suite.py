@@ -4,13 +4,15 @@ connections: the collections' plugins and ours.
 
 run_targets.py runs the hidden ``connection`` target over ssh and local;
 no ansible-core target covers containers.podman.podman,
-community.docker.docker or kubernetes.core.kubectl.  This runs that
+community.docker.docker, kubernetes.core.kubectl or community.general.lxc.  This runs that
 target's test.sh (unicode commands, files with unicode names both ways,
 ``wait_for_connection``, ``reset_connection``, an ad-hoc run) on an
 inventory of two hosts, pipelining on and off, for each plugin named, in
 the test bed: its podman container, podman's Docker API for the docker
-client, and the stand-in Kubernetes API server for kubectl (whose pod's
-container is that podman container).
+client, the stand-in Kubernetes API server for kubectl (whose pod's
+container is that podman container), and an LXC container for lxc (whose
+vanilla plugin needs the python lxc bindings in the venv: .ci/setup builds
+them in the newest one).
 
 Needs root (podman), the ansible-core venv (``--venv``, with plasmid
 installed), the collections .ci/setup takes from the ``ansible`` bundle
@@ -42,6 +44,7 @@ PLUGINS = {
     'podman': ('containers.podman.podman', 'plasmid.accel.podman'),
     'docker': ('community.docker.docker', 'plasmid.accel.docker'),
     'kubectl': ('kubernetes.core.kubectl', 'plasmid.accel.kubectl'),
+    'lxc': ('community.general.lxc', 'plasmid.accel.lxc'),
 }
 SUITE = 'test/integration/targets/connection'
 
@@ -84,6 +87,9 @@ def test_bed(plugins: list) -> Iterator[dict]:
         if 'kubectl' in plugins:
             found['kubectl'] = stack.enter_context(kubectl.standin(
                 {'default/web': [['app', container, 'root']]}))
+        if 'lxc' in plugins:
+            found['lxc'] = stack.enter_context(containers.lxc_container(
+                containers.ANSIBLE_WRITABLE))
         yield found
 
 
