@@ -106,6 +106,18 @@ def ansible_lxc_container() -> Iterator[str]:
         yield name
 
 
+@pytest.fixture(scope='module')
+def lxc_container_without_python() -> Iterator[str]:
+    """As ansible_lxc_container, but its file system has no python3."""
+    from testbed import containers
+    reason = containers.lxc_unavailable_reason()
+    if reason is not None:
+        pytest.fail(reason)
+    with containers.lxc_container(containers.ANSIBLE_WRITABLE,
+                                  containers.PYTHON_FILES) as name:
+        yield name
+
+
 @pytest.fixture(scope='session')
 def lxc_bindings(newest_ansible_bin) -> None:
     """community.general.lxc, which plasmid.accel.lxc is compared with,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import parity
 from runner import run_playbook
+from test_container_connection import NO_PYTHON, assert_no_python_as_vanilla
 from test_playbooks import assert_same
 
 VANILLA = 'community.general.lxc'
@@ -152,3 +153,19 @@ def test_the_executable_option_runs_commands_as_vanilla(
     results = {r['task']: r['result'] for r in runs[1].results}
     assert results['raw, in the executable\'s shell']['stdout'] == \
         'bash yes\n'
+
+
+def test_a_container_without_python_is_handed_to_community_general(
+        newest_ansible_bin, lxc_container_without_python, lxc_bindings,
+        community_general, tmp_path):
+    """Unpipelined, both: community.general's plugin, given a pipelined
+    module, loses its text as often as not (see run_lxc), so that our
+    pipelined module handed to it fails in its words ("Broken pipe")."""
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    vanilla, ours = [run_lxc(newest_ansible_bin, tmp_path, NO_PYTHON,
+                             lxc_container_without_python, community_general,
+                             connection, env)
+                     for connection, env in (
+                         (VANILLA, None),
+                         (OURS, {'ANSIBLE_PIPELINING': 'False'}))]
+    assert_no_python_as_vanilla(vanilla, ours, pipelined=False)

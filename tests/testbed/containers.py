@@ -156,14 +156,16 @@ def lxc_unavailable_reason() -> Optional[str]:
 
 LXC_CONFIG = """\
 lxc.uts.name = %s
-lxc.rootfs.path = dir:%s
+lxc.rootfs.path = dir:%%s
 lxc.rootfs.options = ro
 lxc.net.0.type = empty
 lxc.mount.auto = proc:mixed sys:mixed cgroup:mixed
 lxc.autodev = 1
 lxc.apparmor.profile = unconfined
 lxc.init.cmd = /bin/sleep infinity
-""" % (LXC_HOST_NAME, ROOTFS)
+""" % LXC_HOST_NAME
+# What a container without Python lacks (its file system a copy of ROOTFS).
+PYTHON_FILES = ('usr/bin/python3', 'usr/bin/python3.11')
 
 
 # A directory of the container kept in memory, writable: Ansible's tasks
@@ -173,16 +175,19 @@ ANSIBLE_WRITABLE = (('tmp', '1777'), ('var/tmp', '1777'), ('root', '0700'))
 
 
 @contextlib.contextmanager
-def lxc_container(writable: tuple = ()) -> Iterator[str]:
+def lxc_container(writable: tuple = (), without: tuple = ()) -> Iterator[str]:
     """A running LXC container on ROOTFS (read-only, no network, its first
     process sleeps), with a tmpfs on each of *writable*'s (directory,
-    mode) pairs; yields its name."""
+    mode) pairs; yields its name.  *without*: paths (relative, as in
+    PYTHON_FILES) missing from its file system, then a copy of ROOTFS made
+    of hard links (read-only, so ROOTFS's files cannot change through it)."""
     _remove_lxc_leftovers()
     name = _new_name()
     os.makedirs(os.path.join(LXC_DIR, name))
     try:
+        rootfs = _rootfs_without(os.path.join(LXC_DIR, name), without)
         with open(os.path.join(LXC_DIR, name, 'config'), 'w') as handle:
-            handle.write(LXC_CONFIG)
+            handle.write(LXC_CONFIG % rootfs)
             for directory, mode in writable:
                 handle.write(LXC_TMPFS % (directory, mode))
         subprocess.run(['lxc-start', '--name', name], check=True,
@@ -190,6 +195,17 @@ def lxc_container(writable: tuple = ()) -> Iterator[str]:
         yield name
     finally:
         _remove_lxc(name)
+
+
+def _rootfs_without(directory: str, without: tuple) -> str:
+    """ROOTFS, or a copy of it in *directory* lacking *without*."""
+    if not without:
+        return ROOTFS
+    copy = os.path.join(directory, 'rootfs')
+    subprocess.run(['cp', '-al', ROOTFS, copy], check=True, timeout=120)
+    for path in without:
+        os.unlink(os.path.join(copy, path))
+    return copy
 
 
 def _remove_lxc(name: str) -> None:
