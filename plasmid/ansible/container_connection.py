@@ -221,7 +221,6 @@ class KubectlConnection(_ContainerConnection):
         return args + (self.get_option('kubectl_extra_args') or '').split()
 
 
-
 class LxcConnection(_ContainerConnection):
     """lxc-attach into a running LXC container on this machine, as its
     root (community.general.lxc has no remote user), with one persistent

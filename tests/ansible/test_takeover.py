@@ -15,7 +15,6 @@ import pytest
 import parity
 from runner import inventory, run_playbook
 from test_container_connection import container_inventory
-from test_lxc_connection import lxc_inventory
 from test_playbooks import PRELOAD, STRATEGY, assert_same, run_ad_hoc
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
@@ -229,7 +228,7 @@ def test_a_host_that_names_community_general_lxc_is_taken(
         tmp_path, named):
     """In full, or by the short name ansible-core routes to it."""
     env = dict(PRELOAD, ANSIBLE_COLLECTIONS_PATH=community_general)
-    inv = lxc_inventory(ansible_lxc_container, named)
+    inv = container_inventory(ansible_lxc_container, named)
     ours = run_playbook(newest_ansible_bin, tmp_path, parity.TWENTY, inv,
                         True, env)
     assert ours.rc == 0, ours.output

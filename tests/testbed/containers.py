@@ -10,6 +10,7 @@ socket.  LXC containers run on ROOTFS itself, read-only.
 from __future__ import annotations
 
 import contextlib
+import glob
 import itertools
 import os
 import shutil
@@ -165,7 +166,7 @@ lxc.apparmor.profile = unconfined
 lxc.init.cmd = /bin/sleep infinity
 """ % LXC_HOST_NAME
 # What a container without Python lacks (its file system a copy of ROOTFS).
-PYTHON_FILES = ('usr/bin/python3', 'usr/bin/python3.11')
+PYTHON_FILES = ('usr/bin/python3*',)
 
 
 # A directory of the container kept in memory, writable: Ansible's tasks
@@ -178,9 +179,10 @@ ANSIBLE_WRITABLE = (('tmp', '1777'), ('var/tmp', '1777'), ('root', '0700'))
 def lxc_container(writable: tuple = (), without: tuple = ()) -> Iterator[str]:
     """A running LXC container on ROOTFS (read-only, no network, its first
     process sleeps), with a tmpfs on each of *writable*'s (directory,
-    mode) pairs; yields its name.  *without*: paths (relative, as in
-    PYTHON_FILES) missing from its file system, then a copy of ROOTFS made
-    of hard links (read-only, so ROOTFS's files cannot change through it)."""
+    mode) pairs; yields its name.  *without*: glob patterns of paths
+    (relative, as in PYTHON_FILES) missing from its file system, then a
+    copy of ROOTFS made of hard links (read-only, so ROOTFS's files cannot
+    change through it)."""
     _remove_lxc_leftovers()
     name = _new_name()
     os.makedirs(os.path.join(LXC_DIR, name))
@@ -203,8 +205,13 @@ def _rootfs_without(directory: str, without: tuple) -> str:
         return ROOTFS
     copy = os.path.join(directory, 'rootfs')
     subprocess.run(['cp', '-al', ROOTFS, copy], check=True, timeout=120)
-    for path in without:
-        os.unlink(os.path.join(copy, path))
+    for pattern in without:
+        found = glob.glob(os.path.join(copy, pattern))
+        if not found:
+            raise FileNotFoundError('nothing in %s matches %s' % (ROOTFS,
+                                                                  pattern))
+        for path in found:
+            os.unlink(path)
     return copy
 
 
