@@ -95,8 +95,8 @@ def containers_podman() -> str:
 
 @pytest.fixture(scope='module')
 def ansible_lxc_container() -> Iterator[str]:
-    """A running LXC container of the test bed whose /tmp and root's home
-    are writable (in memory), as playbooks need; its name.  Fails where
+    """A running LXC container of the test bed whose /tmp, /var/tmp and
+    root's home are writable (in memory), as playbooks need; its name.  Fails where
     .ci/setup has not run: CI must run the LXC tests."""
     from testbed import containers
     reason = containers.lxc_unavailable_reason()

@@ -1,6 +1,6 @@
 """plasmid.accel.lxc against community.general.lxc, in an LXC container of
-the test bed (its root file system read-only, /tmp and root's home in
-memory): the same playbooks give the same results, while modules run from
+the test bed (its root file system read-only, /tmp, /var/tmp and root's
+home in memory): the same playbooks give the same results, while modules run from
 RAM in one interpreter kept for the run.  On the newest ansible-core: the
 path beyond the login is the ssh plugin's, tested on every release."""
 from __future__ import annotations
