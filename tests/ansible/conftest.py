@@ -93,29 +93,31 @@ def containers_podman() -> str:
     return _bundled_collection('containers.podman')
 
 
-@pytest.fixture(scope='module')
-def ansible_lxc_container() -> Iterator[str]:
+def _writable_lxc_container(without: tuple[str, ...] = ()) -> Iterator[str]:
     """A running LXC container of the test bed whose /tmp, /var/tmp and
-    root's home are writable (in memory), as playbooks need; its name.  Fails where
-    .ci/setup has not run: CI must run the LXC tests."""
+    root's home are writable (in memory), as playbooks need, lacking the
+    rootfs files *without* names; its name.  Fails where .ci/setup has not
+    run: CI must run the LXC tests."""
     from testbed import containers
     reason = containers.lxc_unavailable_reason()
     if reason is not None:
         pytest.fail(reason)
-    with containers.lxc_container(containers.ANSIBLE_WRITABLE) as name:
+    with containers.lxc_container(containers.ANSIBLE_WRITABLE,
+                                  without) as name:
         yield name
+
+
+@pytest.fixture(scope='module')
+def ansible_lxc_container() -> Iterator[str]:
+    """A writable LXC container with the test bed's python3."""
+    yield from _writable_lxc_container()
 
 
 @pytest.fixture(scope='module')
 def lxc_container_without_python() -> Iterator[str]:
     """As ansible_lxc_container, but its file system has no python3."""
     from testbed import containers
-    reason = containers.lxc_unavailable_reason()
-    if reason is not None:
-        pytest.fail(reason)
-    with containers.lxc_container(containers.ANSIBLE_WRITABLE,
-                                  containers.PYTHON_FILES) as name:
-        yield name
+    yield from _writable_lxc_container(containers.PYTHON_FILES)
 
 
 @pytest.fixture(scope='session')
