@@ -1,8 +1,73 @@
-"""What the parity tests of the accelerator's other connection plugins
-(local, podman, docker) share: the tasks any connection must run as its
-vanilla counterpart does, the controller-side files they use, and a run of
-twenty tasks that should take one interpreter."""
+"""What the accelerator's parity tests share: how a run is compared with
+vanilla's (which result keys vary between runs anyway), the settings that
+switch on the optional strategy and the preload callback, and, for the
+connection plugins beyond ssh (local, podman, docker, kubectl, lxc), the
+tasks any connection must run as its vanilla counterpart does, the
+controller-side files they use, and a run of twenty tasks that should take
+one interpreter."""
 from __future__ import annotations
+
+from runner import run_playbook
+
+# The optional strategy: linear with each task on a thread of
+# ansible-playbook (plasmid/ansible/threadworker.py).
+STRATEGY = {'ANSIBLE_STRATEGY': 'plasmid.accel.linear'}
+# The optional preload callback, beside the runner's recording one.
+PRELOAD = {'ANSIBLE_CALLBACKS_ENABLED': 'record,plasmid.accel.preload'}
+
+# Keys whose values differ from run to run, vanilla or not.
+VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
+            'ansible_facts', 'warnings', 'deprecations', 'checksum_src',
+            'exception', 'module_stderr', 'module_stdout', 'src', 'md5sum',
+            'mtime', 'atime', 'ctime', 'inode', 'dev', 'backup_file',
+            'checksum', 'diff', 'stat', 'size', 'uid', 'gid', 'mode',
+            'owner', 'group', 'state', 'path', 'results_file',
+            'ansible_job_id', 'attempts', 'elapsed', 'stop',
+            'extract_results'}  # unarchive's: names the remote temp file
+
+
+def run_both(ansible_bin: str, tmp_path, book: str, inv: str):
+    """The playbook vanilla, then accelerated with the connection plugin
+    alone and with the optional strategy too; the results must match.
+    Returns vanilla's run and the plugin-only one."""
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert_same(vanilla, ours)
+    threaded = run_playbook(ansible_bin, tmp_path, book, inv, True, STRATEGY)
+    assert_same(vanilla, threaded)
+    assert threaded.stats['client_processes'] == 1, threaded.stats
+    return vanilla, ours
+
+
+def comparable(result: dict) -> dict:
+    kept = {k: v for k, v in result.items() if k not in VOLATILE and
+            not k.startswith('_ansible')}
+    if isinstance(kept.get('timedout'), dict):  # 2.18: where it stopped
+        kept['timedout'] = {k: v for k, v in kept['timedout'].items()
+                            if k != 'frame'}
+    if str(kept.get('stdout', '')).startswith('Paused for '):
+        # pause's: the seconds it measured (1.0, 1.01), in both forms
+        del kept['stdout']
+        kept.pop('stdout_lines', None)
+    if isinstance(kept.get('results'), list):  # a loop's items
+        kept['results'] = [comparable(item) if isinstance(item, dict)
+                           else item for item in kept['results']]
+    return kept
+
+
+def assert_same(vanilla, accelerated, unsettled: tuple = ()) -> None:
+    """The same tasks end the same way; the tasks named in *unsettled*
+    (whose words vary between vanilla's own runs) in status only."""
+    assert vanilla.rc == accelerated.rc, accelerated.output
+    ours = accelerated.by_task()
+    assert set(ours) == set(vanilla.by_task()), accelerated.output
+    for key, theirs in vanilla.by_task().items():
+        mine = ours[key]
+        assert mine['status'] == theirs['status'], (key, mine, theirs)
+        if key[1] not in unsettled:
+            assert comparable(mine['result']) == \
+                comparable(theirs['result']), key
+
 
 # Tasks for a play whose variable ``out`` names a directory on the host:
 # made first, removed last.  (Indented for a play's task list.)
@@ -97,5 +162,4 @@ def optional_modes(ansible_bin: str, newest_ansible_bin: str) -> tuple:
     for a parity test to run again: on the newest ansible-core only, as
     neither depends on the connection (each is tested on every release
     over ssh, in test_playbooks.py) and CI's time is bounded."""
-    from test_playbooks import PRELOAD, STRATEGY
     return (STRATEGY, PRELOAD) if ansible_bin == newest_ansible_bin else ()

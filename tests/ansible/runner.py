@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -115,3 +116,20 @@ def wait_for_stats(path, timeout: float = 10.0) -> dict:
             return json.loads(path.read_text())
         time.sleep(0.05)
     return {}
+
+
+def run_ad_hoc(ansible_bin: str, tmp_path, inv: str, accelerated: bool,
+               words: tuple, extra_env: dict | None = None,
+               stats_timeout: float = 10.0) -> tuple[int, str, dict]:
+    """``ansible t1 -o <words>``: exit status, the one-line output without
+    its timestamps, and the broker's counters (accelerated)."""
+    prepared = prepare_playbook(ansible_bin, tmp_path, '[]', inv,
+                                accelerated, extra_env)
+    proc = subprocess.run(
+        [os.path.join(ansible_bin, 'ansible'), 't1', '-o', '-i',
+         prepared.argv[2], *words], env=prepared.env, capture_output=True,
+        text=True, timeout=300)
+    line = re.sub(r'"(start|end|delta)": "[^"]*"', '', proc.stdout)
+    stats = accelerated and wait_for_stats(prepared.stats,
+                                           stats_timeout) or {}
+    return proc.returncode, line, stats

@@ -8,7 +8,7 @@ import shutil
 import tempfile
 
 from runner import inventory, run_playbook
-from test_playbooks import assert_same
+from parity import assert_same
 from testbed.accounts import USER_B
 
 SHOW = 'shell: echo "$HOME $USER $LOGNAME"'

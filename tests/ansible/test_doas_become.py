@@ -10,7 +10,7 @@ import pytest
 
 from runner import inventory
 from testbed.doas import doas_installed, doas_rules
-from test_playbooks import run_both
+from parity import run_both
 
 
 BOOK = """

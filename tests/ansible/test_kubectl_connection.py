@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from runner import run_playbook
-from test_playbooks import PRELOAD, assert_same
+from parity import PRELOAD, assert_same
 from testbed import kubectl
 
 BOOK = """

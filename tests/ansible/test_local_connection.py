@@ -7,7 +7,7 @@ from __future__ import annotations
 import parity
 from runner import run_playbook
 from test_other_become import PLUGINS as BECOME_PLUGINS
-from test_playbooks import assert_same
+from parity import assert_same
 
 
 

@@ -9,7 +9,7 @@ import parity
 from runner import run_playbook
 from test_container_connection import (NO_PYTHON, assert_no_python_as_vanilla,
                                        container_inventory)
-from test_playbooks import assert_same
+from parity import assert_same
 
 VANILLA = 'community.general.lxc'
 OURS = 'plasmid.accel.lxc'

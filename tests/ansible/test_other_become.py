@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from runner import inventory, run_playbook
-from test_playbooks import STRATEGY, assert_same
+from parity import STRATEGY, assert_same
 from testbed.accounts import USER_B
 
 PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from runner import inventory, run_playbook
-from test_playbooks import assert_same
+from parity import assert_same
 from testbed.pythons import require_python
 
 MODULE = '''#!/usr/bin/python

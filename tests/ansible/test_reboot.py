@@ -10,7 +10,7 @@ must outlive the command that started it."""
 from __future__ import annotations
 
 from runner import inventory, run_playbook
-from test_playbooks import STRATEGY, assert_same
+from parity import STRATEGY, assert_same
 
 REBOOT = """
 - hosts: targets

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from runner import inventory, run_playbook
-from test_playbooks import STRATEGY, assert_same
+from parity import STRATEGY, assert_same
 from testbed.pythons import require_python
 
 RESPAWNER = '''#!/usr/bin/python

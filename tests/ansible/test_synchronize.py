@@ -11,7 +11,7 @@ import os
 import shutil
 
 from runner import inventory, run_playbook
-from test_playbooks import STRATEGY, assert_same
+from parity import STRATEGY, assert_same
 
 SYNC = """
 - hosts: targets

@@ -15,7 +15,8 @@ import pytest
 import parity
 from runner import inventory, run_playbook
 from test_container_connection import container_inventory
-from test_playbooks import PRELOAD, STRATEGY, assert_same, run_ad_hoc
+from parity import PRELOAD, STRATEGY, assert_same
+from runner import run_ad_hoc
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
 # use it, with the takeover installed; checked in each release's venv.

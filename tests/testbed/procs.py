@@ -104,3 +104,11 @@ def interruptible() -> None:
     run in the background of a shell script inherits SIGINT ignored, and
     exec keeps it so: Python would then never raise KeyboardInterrupt."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def pgrep(*pgrep_args: str) -> str:
+    """pgrep's output for *pgrep_args* (pids, one a line; empty: none)."""
+    found = subprocess.run(['pgrep', *pgrep_args], stdout=subprocess.PIPE,
+                           text=True)
+    assert found.returncode in (0, 1), pgrep_args  # 2: a bad pattern
+    return found.stdout.strip()
