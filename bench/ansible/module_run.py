@@ -1,12 +1,13 @@
 """One Ansible module run on the target, without ansible-playbook around it.
 
     python3 bench/ansible/module_run.py [--venv /opt/ansible/2.21]
-        [--python /usr/bin/python3] [--runs 200] [--args /bin/true]
+        [--python /usr/bin/python3] [--runs 200] [--module command]
+        [--args /bin/true]
 
 What a task costs the target machine, which ansible-playbook's own time
 hides: ansible-core (from --venv) builds the pipelined AnsiballZ script of
-``command: ARGS`` through a connection that only records it (``local``
-underneath); then, on the target Python --python:
+``MODULE: ARGS`` (default ``command: /bin/true``) through a connection that
+only records it (``local`` underneath); then, on the target Python --python:
 
 - vanilla: the script piped into a fresh interpreter, as ansible-core's
   pipelining runs it over ssh (interpreter start, the zip unpacked to a
@@ -66,8 +67,9 @@ RECORDER = textwrap.dedent('''
 ''')
 
 
-def record_script(venv: str, python: str, args: str, work: str) -> bytes:
-    """The pipelined script ansible-core sends for ``command: args``."""
+def record_script(venv: str, python: str, args: str, work: str,
+                  module: str = 'command') -> bytes:
+    """The pipelined script ansible-core sends for ``module: args``."""
     plugins = os.path.join(work, 'connection_plugins')
     os.makedirs(plugins)
     recorded = os.path.join(work, 'script')
@@ -76,7 +78,7 @@ def record_script(venv: str, python: str, args: str, work: str) -> bytes:
     env = dict(os.environ, ANSIBLE_CONNECTION_PLUGINS=plugins,
                ANSIBLE_PIPELINING='true', ANSIBLE_LOCAL_TEMP=work)
     subprocess.run([os.path.join(venv, 'bin', 'ansible'), 'localhost', '-i',
-                    'localhost,', '-c', 'recorder', '-m', 'command', '-a',
+                    'localhost,', '-c', 'recorder', '-m', module, '-a',
                     args, '-e', 'ansible_python_interpreter=%s' % python],
                    env=env, check=True, stdout=subprocess.DEVNULL)
     with open(recorded, 'rb') as handle:
@@ -131,16 +133,20 @@ def main() -> None:
     parser.add_argument('--venv', default='/opt/ansible/2.21')
     parser.add_argument('--python', default='/usr/bin/python3')
     parser.add_argument('--runs', type=int, default=200)
-    parser.add_argument('--args', default='/bin/true')
+    parser.add_argument('--module', default='command',
+                        help='the module to run (default %(default)s)')
+    parser.add_argument('--args', default='/bin/true',
+                        help="its arguments, as ansible's -a takes them")
     args = parser.parse_args()
     print('# one module run on the target -- %s' % machine_line())
     work = tempfile.mkdtemp(prefix='plasmid-module-run-')
     try:
-        script = record_script(args.venv, args.python, args.args, work)
+        script = record_script(args.venv, args.python, args.args, work,
+                               args.module)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print('# command: %s, built by %s, run by %s; %d runs each, medians'
-          % (args.args, args.venv, args.python, args.runs))
+    print('# %s: %s, built by %s, run by %s; %d runs each, medians'
+          % (args.module, args.args, args.venv, args.python, args.runs))
     rows = [('vanilla (python < script)',
              time_vanilla(args.python, script, args.runs)),
             ('plasmid (target.run_module)',

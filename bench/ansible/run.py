@@ -236,6 +236,9 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
             copies, templates), 'files.yml', 1, copies + templates,
             copies + templates, ['--tags', 'first5'] if quick else [],
             commands_only=False),
+        Scenario('copies100', '%d copy (content:) tasks, 1 host' % become,
+                 'copies100.yml', 1, become, become,
+                 ['--tags', 'first20'] if quick else [], commands_only=False),
         Scenario('hosts50', '%d hosts x %d tasks command /bin/true, forks %d'
                  % (hosts, host_tasks, hosts), 'hosts.yml', hosts, host_tasks,
                  host_tasks, ['--tags', 'first5'] if quick else [],
@@ -800,10 +803,9 @@ def main() -> None:
     parser.add_argument('--scenarios',
                         default='become100,loop100,files,hosts50,become20@rtt,'
                         'files@rtt,loop100@rtt',
-                        help='comma-separated, from become100, become20, '
-                        'loop100, files, hosts50, includes1000, oneshot, '
-                        'bigfiles, fetchbig; NAME@rtt runs through the '
-                        'latency proxy (default %(default)s)')
+                        help='comma-separated, from %s; NAME@rtt runs '
+                        'through the latency proxy (default %%(default)s)'
+                        % ', '.join(scenarios(False)))
     parser.add_argument('--peers', default=','.join(PEERS),
                         help='comma-separated subset of %(default)s')
     parser.add_argument('--venv', default='/opt/ansible/2.21',
