@@ -124,7 +124,6 @@ def test_hosts_fetching_to_one_path_on_threads_each_see_a_whole_file(
     assert not [name for name in os.listdir(tmp_path) if 'plasmid-' in name]
 
 
-
 # A file whose base64 is over the core's default message limit (64 MiB).
 LARGE_RESULT_BYTES = 52 * 1000 * 1000
 LARGE_RESULT = """

@@ -569,6 +569,7 @@ def test_a_token_key_logs_in_with_its_pin_as_in_vanilla(
     assert 'to use pkcs11_provider you must specify a password/pin' in \
         refused['result']['msg']
 
+
 DROPPED = """
 - hosts: targets
   gather_facts: false

@@ -159,7 +159,6 @@ def test_the_strategy_takes_them_too(newest_ansible_bin, tmp_path):
     assert _refused("['paramiko_ssh']", wrong.output), wrong.output
 
 
-
 def _refused(value: str, output: str) -> bool:
     """Whether *output* holds ansible-core's words for a ``connections``
     *value* outside the option's choices: "Invalid value V for config
@@ -168,6 +167,7 @@ def _refused(value: str, output: str) -> bool:
     return "Invalid value %s for config 'connections'" % value in output or \
         re.search(r"Config 'connections' for .* has an invalid value %s"
                   % re.escape(value), output) is not None
+
 
 NAMED = """
 - hosts: targets
