@@ -65,8 +65,19 @@ def assert_same(vanilla, accelerated, unsettled: tuple = ()) -> None:
         mine = ours[key]
         assert mine['status'] == theirs['status'], (key, mine, theirs)
         if key[1] not in unsettled:
-            assert comparable(mine['result']) == \
-                comparable(theirs['result']), key
+            ours_kept = comparable(mine['result'])
+            theirs_kept = comparable(theirs['result'])
+            assert ours_kept == theirs_kept, (key, differing(ours_kept,
+                                                              theirs_kept))
+
+
+def differing(ours: dict, theirs: dict) -> dict:
+    """The keys whose values differ, as (ours, vanilla's): what a failed
+    comparison prints instead of two whole results."""
+    missing = '<absent>'
+    return {k: (ours.get(k, missing), theirs.get(k, missing))
+            for k in set(ours) | set(theirs)
+            if ours.get(k, missing) != theirs.get(k, missing)}
 
 
 # Tasks for a play whose variable ``out`` names a directory on the host:
