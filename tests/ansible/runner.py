@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# ansible-core's become plugin directory for the tests: a plugin the
+# accelerator does not know.
+BECOME_PLUGINS = os.path.join(HERE, 'become_plugins')
 # The test account's password: sudo asks for it when becoming USER_B.
 PASSWORD = 'ansible-pw-5Tz8'
 
@@ -133,3 +136,11 @@ def run_ad_hoc(ansible_bin: str, tmp_path, inv: str, accelerated: bool,
     stats = accelerated and wait_for_stats(prepared.stats,
                                            stats_timeout) or {}
     return proc.returncode, line, stats
+
+
+def run_probe(ansible_bin: str, code: str, *args: str) -> str:
+    """What Python *code* prints, run from / by the Python of the venv
+    whose bin/ is *ansible_bin* (one release's ansible-core importable)."""
+    return subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code,
+                           *args], cwd='/', check=True, capture_output=True,
+                          text=True).stdout

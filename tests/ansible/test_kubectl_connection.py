@@ -16,6 +16,7 @@ from typing import Iterator
 
 import pytest
 
+from containers import NO_PYTHON, assert_no_python_as_vanilla
 from runner import run_playbook
 from parity import PRELOAD, assert_same
 from testbed import kubectl
@@ -166,8 +167,6 @@ def test_a_missing_pod_fails_the_task_as_in_vanilla(
 def test_a_container_without_python_is_handed_to_kubernetes_core(
         newest_ansible_bin, container_without_python, kubernetes_core,
         tmp_path):
-    from test_container_connection import NO_PYTHON, \
-        assert_no_python_as_vanilla
     (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
     env = {'ANSIBLE_COLLECTIONS_PATH': kubernetes_core}
     with kubectl.standin({'default/web': [['app', container_without_python,

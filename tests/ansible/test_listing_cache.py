@@ -6,8 +6,8 @@ module global is private ansible-core API, checked in each release's venv.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+
+from runner import run_probe
 
 # In each release: installed once, the loader's lookups of a module and of
 # every connection plugin list their directories once, and find what the
@@ -117,12 +117,6 @@ results['made'] = [[os.path.relpath(p, absent) for p in missing.glob(w)]
 results['escape_is_globs'] = later.escape is glob.escape
 print(json.dumps(results))
 """
-
-
-def run_probe(ansible_bin: str, code: str, *args: str) -> str:
-    return subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code,
-                           *args], cwd='/', check=True, capture_output=True,
-                          text=True).stdout
 
 
 def test_each_release_lists_plugin_directories_once(ansible_bin):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 
 import parity
-from runner import run_playbook
-from test_other_become import PLUGINS as BECOME_PLUGINS
+from runner import BECOME_PLUGINS, run_playbook
 from parity import assert_same
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import parity
 from runner import run_playbook
-from test_container_connection import (NO_PYTHON, assert_no_python_as_vanilla,
-                                       container_inventory)
+from containers import (NO_PYTHON, assert_no_python_as_vanilla,
+                        container_inventory)
 from parity import assert_same
 
 VANILLA = 'community.general.lxc'

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import os
 
-from runner import inventory, run_playbook
+from runner import BECOME_PLUGINS, inventory, run_playbook
 from parity import STRATEGY, assert_same
 from testbed.accounts import USER_B
-
-PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       'become_plugins')
 
 BOOK = """
 - hosts: targets
@@ -52,7 +49,7 @@ def test_an_unknown_become_plugin_runs_as_given_like_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     book = BOOK % {'tag': os.getpid(), 'refused': USER_B}
     inv = inventory(sshd, ansible_account)
-    env = {'ANSIBLE_BECOME_PLUGINS': PLUGINS}
+    env = {'ANSIBLE_BECOME_PLUGINS': BECOME_PLUGINS}
     vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False, env)
     assert vanilla.rc == 0, vanilla.output
     by_task = vanilla.by_task()

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 
-from test_threadworker import run_probe
+from runner import run_probe
 
 LOADED = """
 import importlib, json

@@ -15,7 +15,7 @@ import pytest
 import parity
 from parity import PRELOAD, STRATEGY, assert_same
 from runner import inventory, run_ad_hoc, run_playbook
-from test_container_connection import container_inventory
+from containers import container_inventory
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
 # use it, with the takeover installed; checked in each release's venv.

@@ -4,8 +4,8 @@ on, checked in each release's own venv: a release that moves it fails here
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+
+from runner import run_probe
 
 PROBE = """
 import json, sys
@@ -35,12 +35,6 @@ class Changed:
 threadworker.TaskExecutor = Changed
 print(threadworker.executor_shape(), threadworker.supported())
 """
-
-
-def run_probe(ansible_bin: str, code: str) -> str:
-    return subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code],
-                          cwd='/', check=True, capture_output=True,
-                          text=True).stdout
 
 
 def test_each_release_has_a_known_task_executor_shape(ansible_bin):
