@@ -67,8 +67,8 @@ def assert_same(vanilla, accelerated, unsettled: tuple = ()) -> None:
         if key[1] not in unsettled:
             ours_kept = comparable(mine['result'])
             theirs_kept = comparable(theirs['result'])
-            assert ours_kept == theirs_kept, (key, differing(ours_kept,
-                                                              theirs_kept))
+            assert ours_kept == theirs_kept, \
+                (key, differing(ours_kept, theirs_kept))
 
 
 def differing(ours: dict, theirs: dict) -> dict:

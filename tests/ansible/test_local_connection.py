@@ -3,11 +3,9 @@ playbooks give the same results, in the same directory and environment,
 while modules run from RAM in interpreters kept for the run."""
 from __future__ import annotations
 
-
 import parity
-from runner import BECOME_PLUGINS, run_playbook
 from parity import assert_same
-
+from runner import BECOME_PLUGINS, run_playbook
 
 
 def local_inventory(connection: str, extra: str = '') -> str:
