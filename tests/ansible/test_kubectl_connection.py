@@ -10,14 +10,13 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
 import tempfile
 from typing import Iterator
 
 import pytest
 
 from containers import NO_PYTHON, assert_no_python_as_vanilla
-from runner import run_playbook
+from runner import run_playbook, run_probe
 from parity import PRELOAD, assert_same
 from testbed import kubectl
 
@@ -228,8 +227,5 @@ print(json.dumps(plugin._kubectl_args()))
 ])
 def test_kubectls_arguments_from_the_plugins_options(newest_ansible_bin,
                                                      given, args):
-    found = subprocess.run(
-        [os.path.join(newest_ansible_bin, 'python'), '-c', ARGS,
-         json.dumps(given)], cwd='/', check=True, capture_output=True,
-        text=True).stdout
+    found = run_probe(newest_ansible_bin, ARGS, json.dumps(given))
     assert json.loads(found) == args

@@ -3,8 +3,8 @@ plugin, read by each release's own documentation loader."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+
+from runner import run_probe
 
 READ_OPTIONS = """
 import json
@@ -22,9 +22,7 @@ print(json.dumps({'ssh': options('ssh'),
 
 
 def read_options(ansible_bin: str) -> dict:
-    out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c',
-                          READ_OPTIONS], cwd='/',
-                         check=True, capture_output=True, text=True).stdout
+    out = run_probe(ansible_bin, READ_OPTIONS)
     return json.loads(out)
 
 
@@ -92,8 +90,6 @@ else:
 
 
 def test_a_fallback_that_would_reach_itself_says_why(ansible_bin):
-    out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c',
-                          FALLBACK_TO_ITSELF], cwd='/',
-                         check=True, capture_output=True, text=True).stdout
+    out = run_probe(ansible_bin, FALLBACK_TO_ITSELF)
     assert out.startswith('_VanillaShadowed '), out
     assert 'name it plasmid.accel.ssh instead' in out, out

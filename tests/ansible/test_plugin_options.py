@@ -7,10 +7,10 @@ the process that forks the workers."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
+
+from runner import run_probe
 
 from plasmid.ansible import plugin_options
 
@@ -113,9 +113,7 @@ print(os.read(read, 4096).decode())
 
 def run_in(ansible_bin: str, code: str, *args: str):
     """The JSON value the last line of *code*'s output holds."""
-    out = subprocess.run([os.path.join(ansible_bin, 'python'), '-c', code,
-                          *args], cwd='/', check=True, capture_output=True,
-                         text=True).stdout
+    out = run_probe(ansible_bin, code, *args)
     return json.loads(out.strip().splitlines()[-1])
 
 

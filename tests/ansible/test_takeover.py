@@ -14,7 +14,7 @@ import pytest
 
 import parity
 from parity import PRELOAD, STRATEGY, assert_same
-from runner import inventory, run_ad_hoc, run_playbook
+from runner import inventory, run_ad_hoc, run_playbook, run_probe
 from containers import container_inventory
 
 # ansible-core's loader, as TaskExecutor and the strategy's meta tasks
@@ -70,9 +70,7 @@ print(json.dumps({'option': doc['options']['connections'],
 def test_the_callbacks_choices_are_the_names_it_can_take(newest_ansible_bin):
     """The callback's documented choices (YAML that ansible-core reads from
     the file's text) and takeover.TAKEABLE are one list written twice."""
-    found = json.loads(subprocess.run(
-        [os.path.join(newest_ansible_bin, 'python'), '-c', CHOICES], cwd='/',
-        check=True, capture_output=True, text=True).stdout)
+    found = json.loads(run_probe(newest_ansible_bin, CHOICES))
     option = found['option']
     assert option['choices'] == found['takeable'], found
     # Each paragraph a string (a ': ' in YAML makes one a mapping).
@@ -81,9 +79,7 @@ def test_the_callbacks_choices_are_the_names_it_can_take(newest_ansible_bin):
 
 
 def test_the_hook_is_where_each_release_loads_a_connection(ansible_bin):
-    found = json.loads(subprocess.run(
-        [os.path.join(ansible_bin, 'python'), '-c', PROBE], cwd='/',
-        check=True, capture_output=True, text=True).stdout)
+    found = json.loads(run_probe(ansible_bin, PROBE))
     assert found['executor_loads_through_hook'], found
     assert found['shared_loader_is_the_global'], found
     assert found['taken'] == 'plasmid.accel.local', found

@@ -13,6 +13,8 @@ import subprocess
 
 import pytest
 
+from runner import run_probe
+
 from testbed.pythons import require_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -84,10 +86,7 @@ print(json.dumps({'none': m.run_command(None), 'set': m.run_command(0o027),
 
 
 def test_each_release_run_command_starts_without_preexec(ansible_bin):
-    found = json.loads(subprocess.run(
-        [os.path.join(ansible_bin, 'python'), '-c',
-         RELEASE_PROBE % {'root': ROOT}],
-        cwd='/', check=True, capture_output=True, text=True).stdout)
+    found = json.loads(run_probe(ansible_bin, RELEASE_PROBE % {'root': ROOT}))
     assert found['shortcut'] == found['vanilla'], found
     assert found['vanilla'][1] == '0027', found
     vanilla_calls, shortcut_calls = found['seen'][:2], found['seen'][2:]
