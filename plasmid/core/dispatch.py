@@ -50,8 +50,18 @@ def error_for(exc):
     """What to send back for an exception raised by a called function."""
     if isinstance(exc, ConnectError):
         return exc  # a failed hop stays a connect failure for the master
-    return CallError(type(exc).__name__, str(exc),
+    return CallError(type(exc).__name__, _message_of(exc),
                      compat.stdlib('traceback').format_exc())
+
+
+def _message_of(exc):
+    """``str(exc)``, which on Python 2 fails for a unicode message
+    beyond ASCII (a program's error in a UTF-8 locale, decoded): the
+    context would die of the error it meant to report."""
+    try:
+        return str(exc)
+    except UnicodeError:
+        return compat.text_type(exc)
 
 
 class Dispatcher(object):

@@ -26,3 +26,8 @@ def reply_then_fail():
 
 def log():
     return list(LOG)
+
+
+def fail_in_words(words):
+    """Raise with a message of *words* (text: unicode on Python 2)."""
+    raise RuntimeError(words)

@@ -33,6 +33,20 @@ def test_failed_work_after_a_reply_leaves_the_context_serving(version):
         assert ctx.call(dispatch_fns.log) == ['failing']
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_an_error_in_words_beyond_ascii_reaches_the_caller(version):
+    """As a program's message in a UTF-8 locale reads once decoded
+    (``mkdir: cannot create directory \u2018x\u2019``): on Python 2 the
+    context once died formatting it."""
+    words = u'cannot create directory \u2018x\u2019: File exists'
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        with pytest.raises(plasmid.CallError) as failed:
+            ctx.call(dispatch_fns.fail_in_words, words)
+        assert words in str(failed.value)
+        assert ctx.call(dispatch_fns.log) == []
+
+
 def test_outside_a_dispatched_call_nothing_is_queued():
     ran = []
     assert dispatch.after_reply(lambda: ran.append(1)) is False
