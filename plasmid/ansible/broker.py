@@ -27,7 +27,7 @@ import time
 from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 import plasmid
-from plasmid.ansible import hangup, target, wire, zips
+from plasmid.ansible import chores, commands, hangup, target, wire, zips
 from plasmid.ansible.client import Client
 from plasmid.ansible.pool import (LANE_IDLE, BecomeFailed, Pool, SentAhead,
                                   Target)
@@ -351,13 +351,19 @@ class Broker:
             if made_in is not None:
                 login.tmp_bases[base] = made_in
             return answer
-        self._defer(spec, target.run_shell_checked, command)
+        self._defer(spec, chores.make_dir, command, made_in, name,
+                    on_answer=self._count_chore)
         return 0, ('%s=%s/%s\n' % (name, made_in, name)).encode('utf-8'), b''
 
     def later(self, spec: dict, command: str) -> tuple:
         """A command whose output nobody reads (making the task's files
         executable): its failure fails the call after it."""
-        self._defer(spec, target.run_shell_checked, command)
+        chore = commands.housekeeping(command)
+        if chore is not None and chore.kind == 'later':
+            self._defer(spec, chores.add_owner_mode, command, chore.bits,
+                        list(chore.paths), on_answer=self._count_chore)
+        else:
+            self._defer(spec, target.run_shell_checked, command)
         return 0, b'', b''
 
     def cleanup(self, spec: dict, command: str) -> tuple:
@@ -366,9 +372,24 @@ class Broker:
         it: its failure comes back with that call's answer as vanilla's
         warning, one task late (a run's last removal that fails, when no
         call follows, is not told)."""
-        self._defer(spec, target.run_shell, command,
-                    on_answer=self._warn_if_not_removed)
+        chore = commands.housekeeping(command)
+        if chore is not None and chore.kind == 'cleanup':
+            self._defer(spec, chores.remove_tree, command, chore.paths[0],
+                        on_answer=self._warn_if_not_removed_natively)
+        else:
+            self._defer(spec, target.run_shell, command,
+                        on_answer=self._warn_if_not_removed)
         return 0, b'', b''
+
+    def _warn_if_not_removed_natively(self, answer: tuple) -> None:
+        self._warn_if_not_removed(self._count_chore(answer))
+
+    def _count_chore(self, answer: tuple) -> Any:
+        """Count how a context did a chore (``chores``: by itself or by
+        the shell); the shell's answer."""
+        how, result = answer
+        self.counts['chores_' + how] += 1
+        return result
 
     def _zip_files(self, digest: str,
                    data: Optional[bytes]) -> list[zips.PayloadFile]:

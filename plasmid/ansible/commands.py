@@ -121,18 +121,25 @@ _CHMOD_OWN = (r'^chmod u\+[rwx]+( [\w./~-]*/ansible-tmp-[\w.-]+/'
 _PLAIN_PATH = r'^(~|~/[\w./-]*|/[\w./-]*)$'
 
 
-class Housekeeping:
-    __slots__ = ('kind', 'base', 'name')
+_OWNER_BITS = {'r': 0o400, 'w': 0o200, 'x': 0o100}
 
-    def __init__(self, kind: str, base: str = '', name: str = '') -> None:
+
+class Housekeeping:
+    __slots__ = ('kind', 'base', 'name', 'paths', 'bits')
+
+    def __init__(self, kind: str, base: str = '', name: str = '',
+                 paths: tuple = (), bits: int = 0) -> None:
         # 'home', 'mkdtemp', 'cleanup' (its failure only a warning in
         # vanilla) or 'later' (output unread, failure an error)
         self.kind = kind
         self.base = base  # mkdtemp: the directory it is made in
         self.name = name  # mkdtemp: the new directory's name
+        self.paths = paths  # cleanup: the dir; later: the files chmod'ed
+        self.bits = bits    # later: the mode bits ``chmod u+...`` adds
 
     def __repr__(self) -> str:
-        return 'Housekeeping(%r, %r, %r)' % (self.kind, self.base, self.name)
+        return 'Housekeeping(%r, %r, %r, %r, %o)' % (
+            self.kind, self.base, self.name, self.paths, self.bits)
 
 
 def housekeeping(text: str) -> Optional[Housekeeping]:
@@ -143,8 +150,11 @@ def housekeeping(text: str) -> Optional[Housekeeping]:
     if match and re.match(_PLAIN_PATH, match.group('base')):
         return Housekeeping('mkdtemp', match.group('base'),
                             match.group('name'))
-    if re.match(_CLEANUP, text):
-        return Housekeeping('cleanup')
+    match = re.match(_CLEANUP, text)
+    if match:
+        return Housekeeping('cleanup', paths=(match.group('path'),))
     if re.match(_CHMOD_OWN, text):
-        return Housekeeping('later')
+        words = text.split(' ')
+        bits = sum(_OWNER_BITS[c] for c in set(words[1][len('u+'):]))
+        return Housekeeping('later', paths=tuple(words[2:]), bits=bits)
     return None

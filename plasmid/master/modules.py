@@ -55,7 +55,7 @@ PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
 # of plasmid.ansible is the controller's, refused as the packages above.
 ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
                              'plasmid.ansible.forks', 'plasmid.ansible.vfork',
-                             'plasmid.ansible.warm'])
+                             'plasmid.ansible.warm', 'plasmid.ansible.chores'])
 
 
 # The core's reader of package data is not in the bootstrap (few contexts

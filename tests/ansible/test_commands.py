@@ -65,12 +65,18 @@ def test_housekeeping_shapes() -> None:
     assert (found.kind, found.base, found.name) == \
         ('mkdtemp', '~/.ansible/tmp', 'ansible-tmp-1.5-22-33')
     assert commands.housekeeping('echo ~deploy').kind == 'home'
-    assert commands.housekeeping(
-        'rm -f -r /tmp/x/ansible-tmp-1-2-3/ > /dev/null 2>&1').kind == \
-        'cleanup'
-    assert commands.housekeeping(
+    cleanup = commands.housekeeping(
+        'rm -f -r /tmp/x/ansible-tmp-1-2-3/ > /dev/null 2>&1')
+    assert (cleanup.kind, cleanup.paths) == \
+        ('cleanup', ('/tmp/x/ansible-tmp-1-2-3/',))
+    chmod = commands.housekeeping(
         'chmod u+rwx /h/.ansible/tmp/ansible-tmp-1-2-3/ '
-        '/h/.ansible/tmp/ansible-tmp-1-2-3/source').kind == 'later'
+        '/h/.ansible/tmp/ansible-tmp-1-2-3/source')
+    assert (chmod.kind, chmod.bits, chmod.paths) == ('later', 0o700, (
+        '/h/.ansible/tmp/ansible-tmp-1-2-3/',
+        '/h/.ansible/tmp/ansible-tmp-1-2-3/source'))
+    assert commands.housekeeping(
+        'chmod u+xr /t/ansible-tmp-1-2-3/script').bits == 0o500
 
 
 @pytest.mark.parametrize('text', [
