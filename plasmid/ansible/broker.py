@@ -712,7 +712,8 @@ def lane_idle_from(environ: dict) -> float:
     keeps every lane for the run), else LANE_IDLE: see :func:`tuning_from`."""
     # ``value >= 0`` is false for nan too.
     return tuning_from(environ, 'PLASMID_ANSIBLE_LANE_IDLE', LANE_IDLE, float,
-                       lambda value: value >= 0, 'a number of seconds from 0 up')
+                       lambda value: value >= 0,
+                       'a number of seconds from 0 up')
 
 
 def tuning_from(environ: dict, name: str, default: Any,

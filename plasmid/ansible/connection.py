@@ -54,6 +54,7 @@ def import_runtime() -> None:
     for name in RUNTIME_MODULES:
         importlib.import_module(name)
 
+
 # What ssh's prompt for a token's PIN starts with; vanilla watches for it.
 PKCS11_PROMPT = 'Enter PIN for '
 _SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
@@ -699,4 +700,3 @@ def _prompt_timed_out(timeout: int, said: bytes) -> Exception:
     return _PROMPT_TIMEOUT_ERROR(
         'Timeout (%ds) waiting for privilege escalation prompt: %s'
         % (timeout, said.decode('utf-8', 'replace')))
-

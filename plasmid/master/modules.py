@@ -274,7 +274,6 @@ class ModuleGraph:
             deps = [d for d in deps if d in sys.modules]
         return iter(deps)
 
-
     def stdlib_probes(self, name: str) -> list[str]:
         """Names the standard library module *name* (and the standard
         modules it imports) try to import that do not exist here, like
@@ -401,8 +400,8 @@ class ModuleResponder:
             order, _ = self.graph.closure(name)
             related += [top_level(m) for m in order
                         if top_level(m) != top_level(name)]
-        return _unique([r for r in related if r not in map(top_level,
-                                                            names)])
+        own = set(map(top_level, names))
+        return _unique([r for r in related if r not in own])
 
     def _answer_imports(self, child: int, names: list[str]) -> None:
         """One import (a module and the submodules Python will ask for
