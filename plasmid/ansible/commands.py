@@ -106,7 +106,8 @@ def _split(text: str) -> Optional[list]:
 # predict or does not need: finding a home directory, making the task's
 # temp dir, removing it.  The shell plugin spells them the same way in
 # every supported release; recognising them lets the broker answer the
-# first from a cache and send the others ahead without waiting.
+# first from a cache and send the others ahead without waiting, and the
+# context do those with system calls instead of a shell (chores.py).
 
 _HOME = r'^echo ~[A-Za-z0-9_.-]*$'
 _MKDTEMP = (
