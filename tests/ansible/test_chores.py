@@ -27,60 +27,46 @@ def mkdtemp_line(base: str, name: str) -> str:
     return line.format(base=base, name=name)
 
 
-def run_by_shell(ctx, root: str, line: str):
+def run_by_shell(ctx, line: str):
     """The outcome of *line* as the broker ran it before chores: by the
     shell, a failure of the checked ones raised."""
-    chore = commands.housekeeping(line)
-    if chore.kind == 'cleanup':
+    if commands.housekeeping(line).kind == 'cleanup':
         return ctx.call(target.run_shell, line)
-    return _outcome(ctx.call, target.run_shell_checked, line)
+    try:
+        return ('answer', ctx.call(target.run_shell_checked, line))
+    except plasmid.CallError as exc:
+        return ('error', _first_line(exc))
 
 
-def run_as_chore(ctx, root: str, line: str):
+def run_as_chore(ctx, line: str):
     """(how, outcome) of *line* done as the broker does it now."""
     chore = commands.housekeeping(line)
+    if chore.kind == 'cleanup':
+        how, answer = ctx.call(chores.remove_tree, line, chore.paths[0])
+        return how, tuple(answer)
     if chore.kind == 'mkdtemp':
-        how = []
-        outcome = _outcome(_keep_how(ctx, how), chores.make_dir, line,
-                           chore.base, chore.name)
-        return how[0], outcome
-    if chore.kind == 'later':
-        how = []
-        outcome = _outcome(_keep_how(ctx, how), chores.add_owner_mode, line,
-                           chore.bits, list(chore.paths))
-        return how[0], outcome
-    how, answer = ctx.call(chores.remove_tree, line, chore.paths[0])
-    return how, tuple(answer)
-
-
-def _keep_how(ctx, how: list):
-    def call(func, *args):
-        try:
-            way, answer = ctx.call(func, *args)
-        except plasmid.CallError:
-            how.append(chores.SHELL)  # only the shell's run raises
-            raise
-        how.append(way)
-        return answer
-    return call
-
-
-def _outcome(call, func, *args):
-    """The answer, or the first line of the error (the remote traceback
-    below it names different functions)."""
+        call = (chores.make_dir, line, chore.base, chore.name)
+    else:
+        call = (chores.add_owner_mode, line, chore.bits, list(chore.paths))
     try:
-        return ('answer', call(func, *args))
-    except plasmid.CallError as exc:
-        return ('error', str(exc).splitlines()[0])
+        how, answer = ctx.call(*call)
+    except plasmid.CallError as exc:  # only the shell's run raises
+        return chores.SHELL, ('error', _first_line(exc))
+    return how, ('answer', answer)
+
+
+def _first_line(exc: plasmid.CallError) -> str:
+    """The error without the remote traceback below it (which names
+    different functions for the two ways)."""
+    return str(exc).splitlines()[0]
 
 
 def compare(ctx, root: str, entries: list, line: str) -> str:
     """Run *line* both ways on the same tree; return how the chore went."""
     ctx.call(chores_fns.build, root, entries)
-    by_shell = run_by_shell(ctx, root, line), \
-        ctx.call(chores_fns.state, root)
+    by_shell = run_by_shell(ctx, line), ctx.call(chores_fns.state, root)
     ctx.call(chores_fns.build, root, entries)
-    how, outcome = run_as_chore(ctx, root, line)
+    how, outcome = run_as_chore(ctx, line)
     as_chore = outcome, ctx.call(chores_fns.state, root)
     assert as_chore == by_shell, (line, how)
     return how
