@@ -53,6 +53,24 @@ def ansible_bin(request) -> str:
     return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
 
 
+def edge_versions() -> list[str]:
+    """The oldest and the newest release: enough for tests of connections
+    whose release-dependent part (the action and module path) the ssh tests
+    already cover on every release, and which cost too much to run on each
+    (podman, local)."""
+    found = ansible_versions()
+    return sorted({found[0], found[-1]})
+
+
+@pytest.fixture(params=edge_versions(), scope='session')
+def edge_ansible_bin(request) -> str:
+    """The bin/ directory of the oldest and of the newest ansible-core."""
+    if request.param == 'missing':
+        pytest.skip('no ansible-core venv under %s: run .ci/setup'
+                    % ANSIBLE_ROOT)
+    return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
+
+
 @pytest.fixture(scope='session')
 def newest_ansible_bin() -> str:
     """The newest ansible-core's bin/, for tests of plasmid's own side
