@@ -55,7 +55,8 @@ PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
 # of plasmid.ansible is the controller's, refused as the packages above.
 ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
                              'plasmid.ansible.forks', 'plasmid.ansible.vfork',
-                             'plasmid.ansible.warm', 'plasmid.ansible.chores'])
+                             'plasmid.ansible.warm', 'plasmid.ansible.chores',
+                             'plasmid.ansible.spawn'])
 
 
 # The core's reader of package data is not in the bootstrap (few contexts

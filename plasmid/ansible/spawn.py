@@ -1,0 +1,140 @@
+"""Start a shell command as sshd would, without forking the context.
+
+Shipped into target contexts, so it stays stdlib-only and Python
+2.7-compatible (where it is never used: see :func:`available`).
+
+sshd starts each command in a session of its own, with default signal
+dispositions except SIGXFSZ, which it leaves ignored.  ``subprocess`` can
+only get there through a ``preexec_fn``, and any ``preexec_fn`` makes
+CPython fork the whole context (tens of megabytes of page tables once
+modules are warm) and run Python in the child.  ``os.posix_spawn`` (3.8+)
+does the same set-up in glibc's vfork-like child: ``setsid``, the listed
+signals back to default, and SIGXFSZ left ignored as the interpreter
+itself ignores it from its start.  :func:`run` then does what
+``Popen.communicate`` does: *in_data* on stdin, both outputs read to their
+end, the exit status.
+
+posix_spawn closes no descriptor it is not told to, so before each start
+every descriptor above 2 that a child would inherit is made
+non-inheritable in the context (Python opens its own that way already):
+a leaked pipe end would keep a reader waiting for an end that never
+comes.
+"""
+import errno
+import os
+import select
+import signal
+
+# What sshd's commands start with at their defaults whatever this context
+# inherited (nohup's SIGHUP ignored, say); SIGPIPE is ignored by Python.
+DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM,
+                   signal.SIGHUP)
+_CHUNK = 65536
+
+
+def available():
+    """Whether :func:`run` starts commands as sshd would here: posix_spawn
+    with setsid (Python 3.8+ on Linux), SIGXFSZ ignored, which the child
+    keeps, and /proc to list the descriptors."""
+    return (hasattr(os, 'posix_spawn') and hasattr(os, 'POSIX_SPAWN_DUP2')
+            and signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN
+            and os.path.isdir('/proc/self/fd'))
+
+
+def run(argv, in_data, env):
+    """Run *argv* (its first word an absolute path) in a session of its
+    own with *in_data* on stdin; ``(returncode, stdout, stderr)``, the
+    return code ``-N`` for a command killed by signal N, as subprocess
+    gives it.  None where this libc's posix_spawn cannot setsid: nothing
+    ran, use subprocess."""
+    pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr
+    child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
+    ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+    try:
+        _forbid_inheritance(set(child_ends))
+        pid = os.posix_spawn(
+            argv[0], argv, env, setsid=True, setsigdef=DEFAULT_SIGNALS,
+            file_actions=[(os.POSIX_SPAWN_DUP2, fd, target)
+                          for target, fd in enumerate(child_ends)])
+    except BaseException as exc:
+        for fd in child_ends + ours:
+            os.close(fd)
+        if isinstance(exc, NotImplementedError):  # no setsid in this libc
+            return None
+        raise
+    for fd in child_ends:
+        os.close(fd)
+    out, err = _exchange(ours[0], in_data or b'', ours[1], ours[2])
+    return _returncode(_wait(pid)), out, err
+
+
+def _forbid_inheritance(keep):
+    """Make every descriptor above 2, except *keep*, non-inheritable."""
+    for name in os.listdir('/proc/self/fd'):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                if os.get_inheritable(fd):
+                    os.set_inheritable(fd, False)
+            except OSError:  # the listing's own descriptor, now closed
+                pass
+
+
+def _exchange(stdin, data, stdout, stderr):
+    """Write *data* to *stdin* and close it, reading *stdout* and *stderr*
+    meanwhile, until both end; a command that does not read its input
+    (it exited, or closed it) just does not get the rest."""
+    got = {stdout: [], stderr: []}
+    poller = select.poll()
+    for fd in (stdout, stderr):
+        poller.register(fd, select.POLLIN)
+    open_fds = set([stdout, stderr])
+    if data:
+        os.set_blocking(stdin, False)
+        poller.register(stdin, select.POLLOUT)
+        open_fds.add(stdin)
+    else:
+        os.close(stdin)
+    while open_fds:
+        for fd, _ in poller.poll():
+            if fd == stdin:
+                data = _write_some(fd, data)
+                if data:
+                    continue
+            else:
+                chunk = os.read(fd, _CHUNK)
+                if chunk:
+                    got[fd].append(chunk)
+                    continue
+            poller.unregister(fd)
+            open_fds.discard(fd)
+            os.close(fd)
+    return b''.join(got[stdout]), b''.join(got[stderr])
+
+
+def _write_some(fd, data):
+    """What is left of *data* once a write to the ready *fd* is done;
+    nothing when the reader has gone."""
+    try:
+        return data[os.write(fd, data[:_CHUNK]):]
+    except OSError as exc:
+        if exc.errno == errno.EAGAIN:
+            return data
+        if exc.errno == errno.EPIPE:
+            return b''
+        raise
+
+
+def _wait(pid):
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except OSError as exc:  # pragma: no cover - EINTR before 3.5
+            if exc.errno != errno.EINTR:
+                raise
+
+
+def _returncode(status):
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)

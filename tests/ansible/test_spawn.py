@@ -1,0 +1,86 @@
+"""plasmid.ansible.spawn: target.shell's commands start by posix_spawn on
+Python 3.8+ and find what subprocess and a preexec_fn gave them before
+(sshd's start): their own session, default signals but SIGXFSZ ignored, no
+descriptor beyond 0-2, the input given, both outputs whole."""
+from __future__ import annotations
+
+import pytest
+
+import plasmid
+from plasmid.ansible import target
+from testbed.pythons import require_python
+
+import spawn_fns
+
+# What a command reports of how it started: session leader or not, its
+# ignored and blocked signals, its open descriptors and its input.
+REPORT = ('[ "$(ps -o sid= -p $$)" -eq $$ ] && echo own-session; '
+          'grep -E "^Sig(Ign|Blk)" /proc/self/status; '
+          'ls /proc/$$/fd; cat; echo to-stderr >&2; exit 7')
+# glibc's posix_spawn leaves its two internal signals (32 and 33) ignored
+# in the command, as glibc's own system() and popen() do; no program
+# can handle them (glibc refuses), and subprocess's children do not have
+# them ignored.  Everything else must match.
+GLIBC_INTERNAL = 0x180000000
+
+
+def _without_glibc_internal(report: bytes) -> bytes:
+    lines = []
+    for line in report.split(b'\n'):
+        if line.startswith(b'SigIgn:'):
+            mask = int(line.split()[1], 16) & ~GLIBC_INTERNAL
+            line = b'SigIgn:\t%016x' % mask
+        lines.append(line)
+    return b'\n'.join(lines)
+
+
+def _report(version: str, spawn: bool):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(spawn_fns.spawn_available) is True
+        if not spawn:
+            ctx.call(spawn_fns.by_subprocess_only)
+        ctx.call(spawn_fns.inherit_oddly)
+        return ctx.call(target.shell, REPORT, b'the input\n')
+
+
+@pytest.mark.parametrize('version', ['3.8', '3.13'])
+def test_a_spawned_command_starts_as_one_started_by_subprocess(version):
+    spawned = _report(version, True)
+    forked = _report(version, False)
+    rc, out, err = spawned
+    assert (rc, err) == (7, b'to-stderr\n')
+    assert out.startswith(b'own-session\nSigBlk:\t0000000000000000\n'), out
+    ignored = int(out.split(b'SigIgn:')[1].split()[0], 16)
+    assert ignored & ~GLIBC_INTERNAL == 1 << 24, out  # SIGXFSZ alone
+    assert out.endswith(b'\n0\n1\n2\nthe input\n'), out
+    assert (forked[0], forked[2]) == (rc, err)
+    assert _without_glibc_internal(forked[1]) == \
+        _without_glibc_internal(out)
+
+
+@pytest.mark.parametrize('version', ['3.8', '3.13'])
+def test_large_input_and_output_pass_whole(version):
+    data = bytes(range(256)) * 12000  # 3 MB: many times a pipe's buffer
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        rc, out, err = ctx.call(
+            target.shell, 'cat; head -c 2000000 /dev/zero >&2', data)
+        assert (rc, out == data, err == bytes(2000000)) == (0, True, True)
+        # Input the command never reads, and a command killed by a signal.
+        assert ctx.call(target.shell, 'exit 0', data) == (0, b'', b'')
+        assert ctx.call(target.shell, 'kill -9 $$') == (-9, b'', b'')
+        assert ctx.call(target.shell, 'yes | head -2') == (0, b'y\ny\n',
+                                                            b'')
+
+
+def test_python_2_starts_commands_by_subprocess():
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('2.7'))
+        assert ctx.call(spawn_fns.spawn_available) is False
+        ctx.call(spawn_fns.inherit_oddly)
+        rc, out, err = ctx.call(target.shell, REPORT, b'the input\n')
+        # Python 2's str arrives as text.
+        assert (rc, err) == (7, 'to-stderr\n')
+        assert out == ('own-session\nSigBlk:\t0000000000000000\n'
+                       'SigIgn:\t0000000001000000\n0\n1\n2\nthe input\n')
