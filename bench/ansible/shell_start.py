@@ -6,7 +6,7 @@
 ``target.shell('true')`` in a local context on --python that holds the
 ``command`` module's zip (built by ansible-core from --venv) and has run
 it, as a login's context has after its first task: by posix_spawn
-(plasmid.ansible.spawn, Python 3.8+) and by subprocess with a preexec_fn
+(plasmid.ansible.shell_spawn, Python 3.8+) and by subprocess with a preexec_fn
 (which forks the whole context), rounds alternating.  Per command: CPU of
 the context and of its children (RUSAGE_SELF / RUSAGE_CHILDREN in the
 context) and wall time of the call.  No ssh and no broker.
@@ -73,8 +73,8 @@ def main() -> None:
         files = {n: zlib.compress(archive.read(n))
                  for n in archive.namelist()}
     print('# %s, %d commands per round' % (args.python, args.runs))
-    print('%-12s %16s %17s %10s' % ('start by', 'context CPU ms',
-                                     'children CPU ms', 'wall ms'))
+    print('%-12s %16s %17s %10s'
+          % ('start by', 'context CPU ms', 'children CPU ms', 'wall ms'))
     for _ in range(args.rounds):
         for name, spawn in (('posix_spawn', True), ('subprocess', False)):
             row = measure(args.python, job, files, spawn, args.runs)

@@ -12,5 +12,5 @@ def usage():
 
 def by_subprocess_only():
     """Make target.shell start commands by subprocess, as before spawn."""
-    from plasmid.ansible import spawn
-    spawn.available = lambda: False
+    from plasmid.ansible import shell_spawn
+    shell_spawn.available = lambda: False

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import zlib
 
-from plasmid.ansible import forks, spawn, vfork, warm
+from plasmid.ansible import forks, shell_spawn, vfork, warm
 from plasmid.core import resources
 from plasmid.core.waiting import wait_for
 
@@ -403,8 +403,8 @@ def shell(command, in_data=None, prompt=None, password=None,
             else ['/bin/sh', '-c', command]
         return _run_on_tty(argv, terminal, prompt, password, success,
                            timeout)
-    if prompt is None and success is None and spawn.available():
-        done = spawn.run(['/bin/sh', '-c', command], in_data,
+    if prompt is None and success is None and shell_spawn.available():
+        done = shell_spawn.run(['/bin/sh', '-c', command], in_data,
                          _shell_environment())
         if done is not None:
             return done

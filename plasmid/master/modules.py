@@ -56,7 +56,7 @@ PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
 ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
                              'plasmid.ansible.forks', 'plasmid.ansible.vfork',
                              'plasmid.ansible.warm', 'plasmid.ansible.chores',
-                             'plasmid.ansible.spawn'])
+                             'plasmid.ansible.shell_spawn'])
 
 
 # The core's reader of package data is not in the bootstrap (few contexts

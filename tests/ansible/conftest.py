@@ -44,13 +44,18 @@ def ansible_versions() -> list[str]:
     return found or ['missing']
 
 
+def _venv_bin(version: str) -> str:
+    """The bin/ directory of the ansible-core venv of *version*."""
+    if version == 'missing':
+        pytest.skip('no ansible-core venv under %s: run .ci/setup'
+                    % ANSIBLE_ROOT)
+    return os.path.join(ANSIBLE_ROOT, version, 'bin')
+
+
 @pytest.fixture(params=ansible_versions(), scope='session')
 def ansible_bin(request) -> str:
     """The bin/ directory of one ansible-core venv."""
-    if request.param == 'missing':
-        pytest.skip('no ansible-core venv under %s: run .ci/setup'
-                    % ANSIBLE_ROOT)
-    return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
+    return _venv_bin(request.param)
 
 
 def edge_versions() -> list[str]:
@@ -65,21 +70,14 @@ def edge_versions() -> list[str]:
 @pytest.fixture(params=edge_versions(), scope='session')
 def edge_ansible_bin(request) -> str:
     """The bin/ directory of the oldest and of the newest ansible-core."""
-    if request.param == 'missing':
-        pytest.skip('no ansible-core venv under %s: run .ci/setup'
-                    % ANSIBLE_ROOT)
-    return os.path.join(ANSIBLE_ROOT, request.param, 'bin')
+    return _venv_bin(request.param)
 
 
 @pytest.fixture(scope='session')
 def newest_ansible_bin() -> str:
     """The newest ansible-core's bin/, for tests of plasmid's own side
     that no release changes and that cost too much to run on each."""
-    newest = ansible_versions()[-1]
-    if newest == 'missing':
-        pytest.skip('no ansible-core venv under %s: run .ci/setup'
-                    % ANSIBLE_ROOT)
-    return os.path.join(ANSIBLE_ROOT, newest, 'bin')
+    return _venv_bin(ansible_versions()[-1])
 
 
 def _bundled_collection(name: str) -> str:

@@ -1,17 +1,17 @@
-"""Run in target contexts by test_spawn.py (any Python, 2.7 too)."""
+"""Run in target contexts by test_shell_spawn.py (any Python, 2.7 too)."""
 import os
 import signal
 
 
 def spawn_available():
-    from plasmid.ansible import spawn
-    return spawn.available()
+    from plasmid.ansible import shell_spawn
+    return shell_spawn.available()
 
 
 def by_subprocess_only():
     """Make target.shell start its commands as before posix_spawn."""
-    from plasmid.ansible import spawn
-    spawn.available = lambda: False
+    from plasmid.ansible import shell_spawn
+    shell_spawn.available = lambda: False
 
 
 def inherit_oddly():

@@ -1,4 +1,4 @@
-"""plasmid.ansible.spawn: target.shell's commands start by posix_spawn on
+"""plasmid.ansible.shell_spawn: target.shell's commands start by posix_spawn on
 Python 3.8+ and find what subprocess and a preexec_fn gave them before
 (sshd's start): their own session, default signals but SIGXFSZ ignored, no
 descriptor beyond 0-2, the input given, both outputs whole."""
@@ -10,7 +10,7 @@ import plasmid
 from plasmid.ansible import target
 from testbed.pythons import require_python
 
-import spawn_fns
+import shell_spawn_fns
 
 # What a command reports of how it started: session leader or not, its
 # ignored and blocked signals, its open descriptors and its input.
@@ -37,10 +37,10 @@ def _without_glibc_internal(report: bytes) -> bytes:
 def _report(version: str, spawn: bool):
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
-        assert ctx.call(spawn_fns.spawn_available) is True
+        assert ctx.call(shell_spawn_fns.spawn_available) is True
         if not spawn:
-            ctx.call(spawn_fns.by_subprocess_only)
-        ctx.call(spawn_fns.inherit_oddly)
+            ctx.call(shell_spawn_fns.by_subprocess_only)
+        ctx.call(shell_spawn_fns.inherit_oddly)
         return ctx.call(target.shell, REPORT, b'the input\n')
 
 
@@ -70,15 +70,15 @@ def test_large_input_and_output_pass_whole(version):
         # Input the command never reads, and a command killed by a signal.
         assert ctx.call(target.shell, 'exit 0', data) == (0, b'', b'')
         assert ctx.call(target.shell, 'kill -9 $$') == (-9, b'', b'')
-        assert ctx.call(target.shell, 'yes | head -2') == (0, b'y\ny\n',
-                                                            b'')
+        piped = ctx.call(target.shell, 'yes | head -2')
+        assert piped == (0, b'y\ny\n', b'')  # yes: killed by SIGPIPE
 
 
 def test_python_2_starts_commands_by_subprocess():
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python('2.7'))
-        assert ctx.call(spawn_fns.spawn_available) is False
-        ctx.call(spawn_fns.inherit_oddly)
+        assert ctx.call(shell_spawn_fns.spawn_available) is False
+        ctx.call(shell_spawn_fns.inherit_oddly)
         rc, out, err = ctx.call(target.shell, REPORT, b'the input\n')
         # Python 2's str arrives as text.
         assert (rc, err) == (7, 'to-stderr\n')
