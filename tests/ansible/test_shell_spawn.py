@@ -53,6 +53,10 @@ def test_a_spawned_command_starts_as_one_started_by_subprocess(version):
     assert out.startswith(b'own-session\nSigBlk:\t0000000000000000\n'), out
     ignored = int(out.split(b'SigIgn:')[1].split()[0], 16)
     assert ignored & ~GLIBC_INTERNAL == 1 << 24, out  # SIGXFSZ alone
+    # The internal two show that posix_spawn started it (target.shell did
+    # use it), and only it.
+    assert ignored & GLIBC_INTERNAL == GLIBC_INTERNAL, out
+    assert b'SigIgn:\t0000000001000000\n' in forked[1], forked
     assert out.endswith(b'\n0\n1\n2\nthe input\n'), out
     assert (forked[0], forked[2]) == (rc, err)
     assert _without_glibc_internal(forked[1]) == \
