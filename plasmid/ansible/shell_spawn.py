@@ -45,11 +45,17 @@ def run(argv, in_data, env):
     """Run *argv* (its first word an absolute path) in a session of its
     own with *in_data* on stdin; ``(returncode, stdout, stderr)``, the
     return code ``-N`` for a command killed by signal N, as subprocess
-    gives it.  None where this libc's posix_spawn cannot setsid: nothing
+    gives it.  None where this libc's posix_spawn cannot setsid, or where
+    this process has closed one of its fds 0-2 (a pipe would take its
+    place, which the dup2s in their order could not sort out): nothing
     ran, use subprocess."""
     pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr
     child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
     ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
+    if min(child_ends + ours) <= 2:
+        for fd in child_ends + ours:
+            os.close(fd)
+        return None
     try:
         _forbid_inheritance(set(child_ends))
         pid = os.posix_spawn(

@@ -88,3 +88,19 @@ def test_python_2_starts_commands_by_subprocess():
         assert (rc, err) == (7, 'to-stderr\n')
         assert out == ('own-session\nSigBlk:\t0000000000000000\n'
                        'SigIgn:\t0000000001000000\n0\n1\n2\nthe input\n')
+
+
+def test_a_process_without_its_stdin_leaves_commands_to_subprocess():
+    """A pipe would get fd 0, which the command's dup2 could not give it
+    as stdin: spawn declines, nothing runs."""
+    import os
+    import subprocess
+    import sys
+    code = ('import os; os.close(0); from plasmid.ansible import '
+            'shell_spawn; print(shell_spawn.run(["/bin/sh", "-c", '
+            '"echo ran"], b"", dict(os.environ)))')
+    checkout = os.path.dirname(os.path.dirname(plasmid.__file__))
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          stdin=subprocess.DEVNULL, check=True,
+                          env=dict(os.environ, PYTHONPATH=checkout))
+    assert done.stdout == b'None\n', done
