@@ -405,7 +405,7 @@ def shell(command, in_data=None, prompt=None, password=None,
                            timeout)
     if prompt is None and success is None and shell_spawn.available():
         done = shell_spawn.run(['/bin/sh', '-c', command], in_data,
-                         _shell_environment())
+                               _shell_environment())
         if done is not None:
             return done
     proc = subprocess.Popen(['/bin/sh', '-c', command],
