@@ -1,7 +1,7 @@
 """Ansible: vanilla ansible-core vs Mitogen vs plasmid's accelerator.
 
     sudo python3 bench/ansible/run.py [--quick] [--reps 2]
-        [--scenarios become100,loop100,files,hosts50,become20@rtt,...]
+        [--scenarios become100,loop100,files,scripts50,hosts50,become20@rtt,...]
         [--peers vanilla,mitogen,plasmid] [--venv /opt/ansible/2.21]
         [--mitogen-venv VENV] [--latency-ms 25] [--log-dir DIR]
         [--strategy linear|free]
@@ -201,6 +201,7 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
     become = 20 if quick else 100
     hosts, host_tasks = (10, 5) if quick else (50, 20)
     copies, templates = (5, 2) if quick else (20, 5)
+    scripts = 10 if quick else 50
     includes = 100 if quick else 1000
     return {s.name: s for s in [
         Scenario('become100', '%d tasks command /bin/true with become (sudo), '
@@ -232,6 +233,9 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
         Scenario('loop100', 'with_items loop of %d items, command /bin/true, '
                  '1 host' % items, 'loop.yml', 1, 1, items,
                  ['-e', 'items=%d' % items]),
+        Scenario('scripts50', 'with_items loop of %d items, script (a small '
+                 'shell script), 1 host' % scripts, 'scripts.yml', 1, 1,
+                 scripts, ['-e', 'items=%d' % scripts], commands_only=False),
         Scenario('files', '%d copy (content:) + %d template, 1 host' % (
             copies, templates), 'files.yml', 1, copies + templates,
             copies + templates, ['--tags', 'first5'] if quick else [],
