@@ -57,7 +57,7 @@ def run(argv, in_data, env):
             os.close(fd)
         return None
     try:
-        _forbid_inheritance(set(child_ends))
+        _forbid_inheritance()
         pid = os.posix_spawn(
             argv[0], argv, env, setsid=True, setsigdef=DEFAULT_SIGNALS,
             file_actions=[(os.POSIX_SPAWN_DUP2, fd, target)
@@ -71,14 +71,16 @@ def run(argv, in_data, env):
     for fd in child_ends:
         os.close(fd)
     out, err = _exchange(ours[0], in_data or b'', ours[1], ours[2])
-    return _returncode(_wait(pid)), out, err
+    return _returncode(os.waitpid(pid, 0)[1]), out, err
 
 
-def _forbid_inheritance(keep):
-    """Make every descriptor above 2, except *keep*, non-inheritable."""
+def _forbid_inheritance():
+    """Make every descriptor above 2 non-inheritable (the pipes for the
+    command are already: os.pipe makes them so, and the dup2s give the
+    command inheritable copies)."""
     for name in os.listdir('/proc/self/fd'):
         fd = int(name)
-        if fd > 2 and fd not in keep:
+        if fd > 2:
             try:
                 if os.get_inheritable(fd):
                     os.set_inheritable(fd, False)
@@ -129,15 +131,6 @@ def _write_some(fd, data):
         if exc.errno == errno.EPIPE:
             return b''
         raise
-
-
-def _wait(pid):
-    while True:
-        try:
-            return os.waitpid(pid, 0)[1]
-        except OSError as exc:  # pragma: no cover - EINTR before 3.5
-            if exc.errno != errno.EINTR:
-                raise
 
 
 def _returncode(status):
