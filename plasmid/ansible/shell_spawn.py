@@ -12,7 +12,9 @@ does the same set-up in glibc's vfork-like child: ``setsid``, the listed
 signals back to default, and SIGXFSZ left ignored as the interpreter
 itself ignores it from its start.  :func:`run` then does what
 ``Popen.communicate`` does: *in_data* on stdin, both outputs read to their
-end, the exit status.
+end, the exit status.  :func:`start_on_terminal` starts a command on a
+pseudo-terminal instead, as its controlling terminal (``ssh -tt``), and
+hands back what the caller needs of a Popen.
 
 posix_spawn closes no descriptor it is not told to, so before each start
 every descriptor above 2 that a child would inherit is made
@@ -56,22 +58,71 @@ def run(argv, in_data, env):
         for fd in child_ends + ours:
             os.close(fd)
         return None
+    pid = None
     try:
-        _forbid_inheritance()
-        pid = os.posix_spawn(
-            argv[0], argv, env, setsid=True, setsigdef=DEFAULT_SIGNALS,
-            file_actions=[(os.POSIX_SPAWN_DUP2, fd, target)
-                          for target, fd in enumerate(child_ends)])
-    except BaseException as exc:
-        for fd in child_ends + ours:
+        pid = _spawn(argv, env, [(os.POSIX_SPAWN_DUP2, fd, target)
+                                 for target, fd in enumerate(child_ends)])
+    finally:  # the child has its copies; ours go too if nothing started
+        for fd in child_ends + (ours if pid is None else []):
             os.close(fd)
-        if isinstance(exc, NotImplementedError):  # no setsid in this libc
-            return None
-        raise
-    for fd in child_ends:
-        os.close(fd)
+    if pid is None:
+        return None
     out, err = _exchange(ours[0], in_data or b'', ours[1], ours[2])
     return _returncode(os.waitpid(pid, 0)[1]), out, err
+
+
+def start_on_terminal(argv, env, terminal):
+    """Start *argv* in a session of its own with the pseudo-terminal whose
+    slave side is the descriptor *terminal* as its controlling terminal
+    and its stdin, stdout and stderr.  Returns a :class:`Started`, or None
+    where this libc's posix_spawn cannot setsid or the terminal has no
+    name to open it by: nothing ran, use subprocess.
+
+    glibc's child calls setsid before the file actions, so opening the
+    terminal by its name (without O_NOCTTY) in a session leader that has
+    no terminal yet makes it the controlling one, as subprocess's
+    ``TIOCSCTTY`` did."""
+    try:
+        name = os.ttyname(terminal)
+    except OSError:
+        return None
+    pid = _spawn(argv, env, [(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),
+                             (os.POSIX_SPAWN_DUP2, 0, 1),
+                             (os.POSIX_SPAWN_DUP2, 0, 2)])
+    return None if pid is None else Started(pid)
+
+
+class Started(object):
+    """What target's terminal path uses of a Popen: the pid, its
+    returncode once waited for (``-N`` for signal N), wait and kill; no
+    stdin pipe, the terminal is one."""
+
+    stdin = None
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def wait(self):
+        if self.returncode is None:
+            self.returncode = _returncode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def kill(self):
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _spawn(argv, env, file_actions):
+    """posix_spawn *argv* as sshd starts a command; its pid, or None where
+    this libc cannot setsid in posix_spawn (nothing ran)."""
+    _forbid_inheritance()
+    try:
+        return os.posix_spawn(argv[0], argv, env, setsid=True,
+                              setsigdef=DEFAULT_SIGNALS,
+                              file_actions=file_actions)
+    except NotImplementedError:
+        return None
 
 
 def _forbid_inheritance():

@@ -509,9 +509,13 @@ def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
     if terminal:
         env['TERM'] = terminal
     try:
-        proc = subprocess.Popen(argv, stdin=slave,
-                                stdout=slave, stderr=slave, close_fds=True,
-                                preexec_fn=_new_session, env=env)
+        proc = None
+        if shell_spawn.available():
+            proc = shell_spawn.start_on_terminal(argv, env, slave)
+        if proc is None:  # Python 2.7-3.7, or posix_spawn cannot setsid
+            proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
+                                    stderr=slave, close_fds=True,
+                                    preexec_fn=_new_session, env=env)
     finally:
         os.close(slave)
     try:

@@ -865,27 +865,38 @@ RAW_TERMINAL = """
       become: true
     - name: a module has no terminal
       shell: echo "[${TERM-}]"
-    - name: the signals ignored
-      raw: grep -E '^Sig(Ign|Blk)' /proc/self/status
-"""
+    - name: the signals blocked, and ignored but glibc's two
+      raw: grep '^SigBlk' /proc/self/status; printf 'SigIgn %%x\\n'
+        $(( 0x$(sed -n 's/^SigIgn:\\t//p' /proc/self/status) & ~%(glibc)s ))
+    - name: glibc's internal signals ignored
+      raw: printf '%%x\\n'
+        $(( 0x$(sed -n 's/^SigIgn:\\t//p' /proc/self/status) & %(glibc)s ))
+""" % {'glibc': '0x180000000'}
 
 
 def test_raw_commands_start_as_under_sshd(ansible_bin, ansible_account, sshd,
                                           tmp_path):
     """ssh -tt announces the client's TERM with the terminal it asks for,
     and sshd starts commands with SIGXFSZ ignored: a raw command on our
-    terminal sees the same."""
+    terminal sees the same.  One difference is known and documented:
+    started by glibc's posix_spawn, the command finds glibc's two internal
+    signals (32 and 33) ignored, as under glibc's system()."""
     inv = inventory(sshd, ansible_account)
     term = {'TERM': 'vt220'}
+    internal = "glibc's internal signals ignored"
     vanilla = run_playbook(ansible_bin, tmp_path, RAW_TERMINAL, inv, False,
                            term)
     assert vanilla.rc == 0, vanilla.output
-    seen = vanilla.by_task()['t1', 'the terminal type']['result']['stdout']
-    assert seen == '[vt220]\r\n'
+    seen = vanilla.by_task()
+    assert seen['t1', 'the terminal type']['result']['stdout'] == \
+        '[vt220]\r\n'
+    assert seen['t1', internal]['result']['stdout'] == '0\r\n'
     for extra in ({}, STRATEGY):
         ours = run_playbook(ansible_bin, tmp_path, RAW_TERMINAL, inv, True,
                             dict(term, **extra))
-        assert_same(vanilla, ours)
+        assert_same(vanilla, ours, unsettled=(internal,))
+        assert ours.by_task()['t1', internal]['result']['stdout'] == \
+            '180000000\r\n'
 
 
 RAW_BECOME = """

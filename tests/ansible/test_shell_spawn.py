@@ -1,7 +1,9 @@
 """plasmid.ansible.shell_spawn: target.shell's commands start by posix_spawn on
 Python 3.8+ and find what subprocess and a preexec_fn gave them before
 (sshd's start): their own session, default signals but SIGXFSZ ignored, no
-descriptor beyond 0-2, the input given, both outputs whole."""
+descriptor beyond 0-2, the input given, both outputs whole; on a terminal
+(raw, script), the terminal as their controlling one, and a password typed
+at a prompt as before."""
 from __future__ import annotations
 
 import pytest
@@ -104,3 +106,70 @@ def test_a_process_without_its_stdin_leaves_commands_to_subprocess():
                           stdin=subprocess.DEVNULL, check=True,
                           env=dict(os.environ, PYTHONPATH=checkout))
     assert done.stdout == b'None\n', done
+
+
+# On a terminal (raw, script): what the command reports (ls lists in
+# columns there), and, run as a job of a shell holding the terminal,
+# whether it is in the foreground.
+TERMINAL_REPORT = (
+    '[ "$(ps -o sid= -p $$)" -eq $$ ] && echo own-session; '
+    '[ "$(ps -o tpgid= -p $$)" -eq $$ ] && echo controls-terminal; '
+    'tty >/dev/null && echo stdin-is-a-terminal; '
+    'grep -E "^Sig(Ign|Blk)" /proc/self/status; ls /proc/$$/fd; '
+    'echo "[$TERM]"; echo to-stderr >&2; exit 7')
+JOB_REPORT = ('[ "$(ps -o tpgid= -p $$)" -eq "$(ps -o pgid= -p $$)" ] '
+              '&& echo foreground; tty >/dev/null && echo on-a-terminal')
+
+
+def _on_terminal(version: str, spawn: bool, *calls) -> list:
+    """Each of *calls* (target.shell's arguments after the command's) in
+    one context, started by posix_spawn or by subprocess."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        if not spawn:
+            ctx.call(shell_spawn_fns.by_subprocess_only)
+        ctx.call(shell_spawn_fns.inherit_oddly)
+        return [ctx.call(target.shell, *call) for call in calls]
+
+
+@pytest.mark.parametrize('version', ['3.8', '3.13'])
+def test_a_command_on_a_terminal_starts_as_one_started_by_subprocess(
+        version):
+    calls = [(TERMINAL_REPORT, None, None, None, None, 'vt220'),
+             (JOB_REPORT, None, None, None, None, '', 30, True)]
+    spawned = _on_terminal(version, True, *calls)
+    forked = _on_terminal(version, False, *calls)
+    rc, out, err = spawned[0]
+    assert (rc, err) == (7, b'')
+    assert out.startswith(b'own-session\r\ncontrols-terminal\r\n'
+                          b'stdin-is-a-terminal\r\n'
+                          b'SigBlk:\t0000000000000000\r\n'), out
+    ignored = int(out.split(b'SigIgn:')[1].split()[0], 16)
+    assert ignored == GLIBC_INTERNAL | 1 << 24, out  # and SIGXFSZ alone
+    assert out.endswith(b'\r\n0  1  2\r\n[vt220]\r\nto-stderr\r\n'), out
+    assert b'SigIgn:\t0000000001000000\r\n' in forked[0][1], forked
+    assert _without_glibc_internal(forked[0][1].replace(b'\r\n', b'\n')) == \
+        _without_glibc_internal(out.replace(b'\r\n', b'\n'))
+    assert spawned[1] == forked[1] == (0, b'foreground\r\non-a-terminal\r\n',
+                                       b'')
+
+
+# A become program's exchange: a prompt, the password read without echo,
+# the marker, the command's output.
+BECOME_LIKE = ('stty -echo; printf "Secret: "; read answer; stty echo; '
+               'echo; [ "$answer" = right ] || { printf "Secret: "; '
+               'sleep 30; }; echo MARKER; echo "ran as asked"')
+
+
+@pytest.mark.parametrize('password', [b'right', b'wrong'])
+def test_a_password_is_typed_on_a_spawned_terminal_as_before(password):
+    """The prompt path reads and writes the terminal and, on a refused
+    password, kills the command's session: the same with either start."""
+    call = (BECOME_LIKE, None, b'Secret:', password, b'MARKER', '')
+    spawned, = _on_terminal('3.13', True, call)
+    forked, = _on_terminal('3.13', False, call)
+    assert spawned == forked
+    if password == b'right':
+        assert spawned == (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b'')
+    else:
+        assert spawned == (-9, b'Secret: \r\nSecret: ', b'')
