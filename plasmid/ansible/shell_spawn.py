@@ -75,15 +75,16 @@ def start_on_terminal(argv, env, terminal):
     """Start *argv* in a session of its own with the pseudo-terminal whose
     slave side is the descriptor *terminal* as its controlling terminal
     and its stdin, stdout and stderr.  Returns a :class:`Started`, or None
-    where this libc's posix_spawn cannot setsid or the terminal has no
-    name to open it by: nothing ran, use subprocess.
+    where this libc's posix_spawn cannot setsid or the terminal cannot be
+    opened by its name here: nothing ran, use subprocess.
 
     glibc's child calls setsid before the file actions, so opening the
     terminal by its name (without O_NOCTTY) in a session leader that has
     no terminal yet makes it the controlling one, as subprocess's
     ``TIOCSCTTY`` did."""
-    try:
+    try:  # the child could only report a failed open as a failed start
         name = os.ttyname(terminal)
+        os.close(os.open(name, os.O_RDWR | os.O_NOCTTY))
     except OSError:
         return None
     pid = _spawn(argv, env, [(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),

@@ -24,3 +24,8 @@ def inherit_oddly():
         if hasattr(os, 'set_inheritable'):
             os.set_inheritable(fd, True)
     return list(ends)
+
+
+def terminals_without_a_name():
+    """As where /dev/pts is out of reach: a terminal's name does not open."""
+    os.ttyname = lambda fd: '/nonexistent/pts/0'

@@ -173,3 +173,14 @@ def test_a_password_is_typed_on_a_spawned_terminal_as_before(password):
         assert spawned == (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b'')
     else:
         assert spawned == (-9, b'Secret: \r\nSecret: ', b'')
+
+
+def test_a_terminal_that_does_not_open_by_name_leaves_it_to_subprocess():
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('3.13'))
+        ctx.call(shell_spawn_fns.terminals_without_a_name)
+        rc, out, err = ctx.call(target.shell, TERMINAL_REPORT, None, None,
+                                None, None, 'vt220')
+    assert (rc, err) == (7, b'')
+    assert b'controls-terminal\r\n' in out, out
+    assert b'SigIgn:\t0000000001000000\r\n' in out, out  # not spawned
