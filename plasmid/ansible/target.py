@@ -512,7 +512,7 @@ def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
         proc = None
         if shell_spawn.available():
             proc = shell_spawn.start_on_terminal(argv, env, slave)
-        if proc is None:  # Python 2.7-3.7, or posix_spawn cannot setsid
+        if proc is None:  # 2.7-3.7, no setsid in posix_spawn, no pts name
             proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
                                     stderr=slave, close_fds=True,
                                     preexec_fn=_new_session, env=env)
