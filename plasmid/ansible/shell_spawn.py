@@ -68,7 +68,7 @@ def run(argv, in_data, env):
     if pid is None:
         return None
     out, err = _exchange(ours[0], in_data or b'', ours[1], ours[2])
-    return _returncode(os.waitpid(pid, 0)[1]), out, err
+    return Started(pid).wait(), out, err
 
 
 def start_on_terminal(argv, env, terminal):
@@ -94,9 +94,10 @@ def start_on_terminal(argv, env, terminal):
 
 
 class Started(object):
-    """What target's terminal path uses of a Popen: the pid, its
-    returncode once waited for (``-N`` for signal N), wait and kill; no
-    stdin pipe, the terminal is one."""
+    """A started command, as much of a Popen as target's terminal path
+    uses: the pid, its returncode once waited for (``-N`` for signal N),
+    wait and kill; no stdin pipe (a terminal is, or run's pipes are its
+    own)."""
 
     stdin = None
 

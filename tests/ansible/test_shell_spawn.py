@@ -36,14 +36,21 @@ def _without_glibc_internal(report: bytes) -> bytes:
     return b'\n'.join(lines)
 
 
-def _report(version: str, spawn: bool):
+def _shell_calls(version: str, spawn: bool, *calls) -> list:
+    """Each of *calls* (target.shell's arguments) in one context that
+    inherited oddly, its commands started by posix_spawn or by
+    subprocess."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
         assert ctx.call(shell_spawn_fns.spawn_available) is True
         if not spawn:
             ctx.call(shell_spawn_fns.by_subprocess_only)
         ctx.call(shell_spawn_fns.inherit_oddly)
-        return ctx.call(target.shell, REPORT, b'the input\n')
+        return [ctx.call(target.shell, *call) for call in calls]
+
+
+def _report(version: str, spawn: bool):
+    return _shell_calls(version, spawn, (REPORT, b'the input\n'))[0]
 
 
 @pytest.mark.parametrize('version', ['3.8', '3.13'])
@@ -121,24 +128,13 @@ JOB_REPORT = ('[ "$(ps -o tpgid= -p $$)" -eq "$(ps -o pgid= -p $$)" ] '
               '&& echo foreground; tty >/dev/null && echo on-a-terminal')
 
 
-def _on_terminal(version: str, spawn: bool, *calls) -> list:
-    """Each of *calls* (target.shell's arguments after the command's) in
-    one context, started by posix_spawn or by subprocess."""
-    with plasmid.Router() as router:
-        ctx = router.local(python_path=require_python(version))
-        if not spawn:
-            ctx.call(shell_spawn_fns.by_subprocess_only)
-        ctx.call(shell_spawn_fns.inherit_oddly)
-        return [ctx.call(target.shell, *call) for call in calls]
-
-
 @pytest.mark.parametrize('version', ['3.8', '3.13'])
 def test_a_command_on_a_terminal_starts_as_one_started_by_subprocess(
         version):
     calls = [(TERMINAL_REPORT, None, None, None, None, 'vt220'),
              (JOB_REPORT, None, None, None, None, '', 30, True)]
-    spawned = _on_terminal(version, True, *calls)
-    forked = _on_terminal(version, False, *calls)
+    spawned = _shell_calls(version, True, *calls)
+    forked = _shell_calls(version, False, *calls)
     rc, out, err = spawned[0]
     assert (rc, err) == (7, b'')
     assert out.startswith(b'own-session\r\ncontrols-terminal\r\n'
@@ -166,8 +162,8 @@ def test_a_password_is_typed_on_a_spawned_terminal_as_before(password):
     """The prompt path reads and writes the terminal and, on a refused
     password, kills the command's session: the same with either start."""
     call = (BECOME_LIKE, None, b'Secret:', password, b'MARKER', '')
-    spawned, = _on_terminal('3.13', True, call)
-    forked, = _on_terminal('3.13', False, call)
+    spawned, = _shell_calls('3.13', True, call)
+    forked, = _shell_calls('3.13', False, call)
     assert spawned == forked
     if password == b'right':
         assert spawned == (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b'')
