@@ -10,11 +10,10 @@ CPython fork the whole context (tens of megabytes of page tables once
 modules are warm) and run Python in the child.  ``os.posix_spawn`` (3.8+)
 does the same set-up in glibc's vfork-like child: ``setsid``, the listed
 signals back to default, and SIGXFSZ left ignored as the interpreter
-itself ignores it from its start.  :func:`run` then does what
-``Popen.communicate`` does: *in_data* on stdin, both outputs read to their
-end, the exit status.  :func:`start_on_terminal` starts a command on a
-pseudo-terminal instead, as its controlling terminal (``ssh -tt``), and
-hands back what the caller needs of a Popen.
+itself ignores it from its start.  :func:`start_on_pipes` starts a command
+with pipes for its stdin, stdout and stderr, :func:`start_on_terminal` on
+a pseudo-terminal instead, as its controlling terminal (``ssh -tt``); both
+hand back what the caller uses of a Popen (:class:`Started`).
 
 posix_spawn closes no descriptor it is not told to, so before each start
 every descriptor above 2 that a child would inherit is made
@@ -35,7 +34,7 @@ _CHUNK = 65536
 
 
 def available():
-    """Whether :func:`run` starts commands as sshd would here: posix_spawn
+    """Whether commands start here as sshd would start them: posix_spawn
     with setsid (Python 3.8+ on Linux), SIGXFSZ ignored, which the child
     keeps, and /proc to list the descriptors."""
     return (hasattr(os, 'posix_spawn') and hasattr(os, 'POSIX_SPAWN_DUP2')
@@ -43,14 +42,13 @@ def available():
             and os.path.isdir('/proc/self/fd'))
 
 
-def run(argv, in_data, env):
-    """Run *argv* (its first word an absolute path) in a session of its
-    own with *in_data* on stdin; ``(returncode, stdout, stderr)``, the
-    return code ``-N`` for a command killed by signal N, as subprocess
-    gives it.  None where this libc's posix_spawn cannot setsid, or where
-    this process has closed one of its fds 0-2 (a pipe would take its
-    place, which the dup2s in their order could not sort out): nothing
-    ran, use subprocess."""
+def start_on_pipes(argv, env):
+    """Start *argv* (its first word an absolute path) in a session of its
+    own with pipes for its stdin, stdout and stderr.  Returns a
+    :class:`Started` holding our ends, or None where this libc's
+    posix_spawn cannot setsid, or where this process has closed one of its
+    fds 0-2 (a pipe would take its place, which the dup2s in their order
+    could not sort out): nothing ran, use subprocess."""
     pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr
     child_ends = [pipes[0][0], pipes[1][1], pipes[2][1]]
     ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
@@ -67,8 +65,9 @@ def run(argv, in_data, env):
             os.close(fd)
     if pid is None:
         return None
-    out, err = _exchange(ours[0], in_data or b'', ours[1], ours[2])
-    return Started(pid).wait(), out, err
+    return Started(pid, [os.fdopen(ours[0], 'wb', 0),
+                         os.fdopen(ours[1], 'rb', 0),
+                         os.fdopen(ours[2], 'rb', 0)])
 
 
 def start_on_terminal(argv, env, terminal):
@@ -94,16 +93,25 @@ def start_on_terminal(argv, env, terminal):
 
 
 class Started(object):
-    """A started command, as much of a Popen as target's terminal path
-    uses: the pid, its returncode once waited for (``-N`` for signal N),
-    wait and kill; no stdin pipe (a terminal is, or run's pipes are its
-    own)."""
+    """A started command, as much of a Popen as target.shell uses: the
+    pid, its returncode once waited for (``-N`` for signal N), wait, kill
+    and communicate, and our ends of its pipes (unbuffered files; None on
+    a terminal)."""
 
-    stdin = None
-
-    def __init__(self, pid):
+    def __init__(self, pid, pipes=(None, None, None)):
         self.pid = pid
         self.returncode = None
+        self.stdin, self.stdout, self.stderr = pipes
+
+    def communicate(self, data):
+        """As Popen's: *data* on stdin, which is then closed, both outputs
+        read to their end, the command waited for; ``(stdout, stderr)``.
+        A command that does not read its input (it exited, or closed it)
+        just does not get the rest."""
+        out, err = _exchange(self.stdin, data or b'', self.stdout,
+                             self.stderr)
+        self.wait()
+        return out, err
 
     def wait(self):
         if self.returncode is None:
@@ -142,23 +150,24 @@ def _forbid_inheritance():
 
 
 def _exchange(stdin, data, stdout, stderr):
-    """Write *data* to *stdin* and close it, reading *stdout* and *stderr*
-    meanwhile, until both end; a command that does not read its input
-    (it exited, or closed it) just does not get the rest."""
-    got = {stdout: [], stderr: []}
+    """Write *data* to the file *stdin* and close it, reading the files
+    *stdout* and *stderr* meanwhile, until both end (and are closed)."""
+    in_fd, out_fd, err_fd = [f.fileno() for f in (stdin, stdout, stderr)]
+    files = {in_fd: stdin, out_fd: stdout, err_fd: stderr}
+    got = {out_fd: [], err_fd: []}
     poller = select.poll()
-    for fd in (stdout, stderr):
+    for fd in got:
         poller.register(fd, select.POLLIN)
-    open_fds = set([stdout, stderr])
+    open_fds = set(got)
     if data:
-        os.set_blocking(stdin, False)
-        poller.register(stdin, select.POLLOUT)
-        open_fds.add(stdin)
+        os.set_blocking(in_fd, False)
+        poller.register(in_fd, select.POLLOUT)
+        open_fds.add(in_fd)
     else:
-        os.close(stdin)
+        stdin.close()
     while open_fds:
         for fd, _ in poller.poll():
-            if fd == stdin:
+            if fd == in_fd:
                 data = _write_some(fd, data)
                 if data:
                     continue
@@ -169,8 +178,8 @@ def _exchange(stdin, data, stdout, stderr):
                     continue
             poller.unregister(fd)
             open_fds.discard(fd)
-            os.close(fd)
-    return b''.join(got[stdout]), b''.join(got[stderr])
+            files[fd].close()
+    return b''.join(got[out_fd]), b''.join(got[err_fd])
 
 
 def _write_some(fd, data):

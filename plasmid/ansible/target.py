@@ -403,30 +403,49 @@ def shell(command, in_data=None, prompt=None, password=None,
             else ['/bin/sh', '-c', command]
         return _run_on_tty(argv, terminal, prompt, password, success,
                            timeout)
-    if prompt is None and success is None and shell_spawn.available():
-        done = shell_spawn.run(['/bin/sh', '-c', command], in_data,
-                               _shell_environment())
-        if done is not None:
-            return done
-    proc = subprocess.Popen(['/bin/sh', '-c', command],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, close_fds=True,
-                            preexec_fn=_own_session,
-                            env=_shell_environment())
-    if prompt is None and success is None:
-        out, err = proc.communicate(in_data or b'')
-        return proc.returncode, out, err
+    proc = _start_on_pipes(['/bin/sh', '-c', command])
+    try:
+        if prompt is None and success is None:
+            out, err = proc.communicate(in_data or b'')
+            return proc.returncode, out, err
 
-    def type_in(data):
-        proc.stdin.write(data)
-        proc.stdin.flush()
-    head_out, head_err = _answer_prompt(
-        proc, [proc.stdout.fileno(), proc.stderr.fileno()], type_in, prompt,
-        password, success, timeout)
-    if proc.returncode is not None:  # killed: refused or timed out
-        return proc.returncode, head_out, head_err
-    out, err = proc.communicate(in_data or b'')
+        def type_in(data):
+            proc.stdin.write(data)
+            proc.stdin.flush()
+        head_out, head_err = _answer_prompt(
+            proc, [proc.stdout.fileno(), proc.stderr.fileno()], type_in,
+            prompt, password, success, timeout)
+        if proc.returncode is not None:  # killed: refused or timed out
+            proc.stdout.close()
+            proc.stderr.close()
+            return proc.returncode, head_out, head_err
+        out, err = proc.communicate(in_data or b'')
+    except BaseException:
+        _stop(proc)
+        raise
     return proc.returncode, head_out + out, head_err + err
+
+
+def _start_on_pipes(argv):
+    """*argv* started as sshd starts a command (see _own_session), with
+    pipes for its stdin, stdout and stderr: by posix_spawn where it can,
+    without forking this context; a Popen or what stands for one."""
+    env = _shell_environment()
+    if shell_spawn.available():
+        proc = shell_spawn.start_on_pipes(argv, env)
+        if proc is not None:
+            return proc
+    return subprocess.Popen(argv, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            close_fds=True, preexec_fn=_own_session,
+                            env=env)
+
+
+def _stop(proc):
+    """After an error on the way, a command still running is killed and
+    reaped, with what it started, rather than left behind or a zombie."""
+    if proc.returncode is None:
+        _kill(proc)
 
 
 def run_shell_checked(command):
@@ -532,6 +551,9 @@ def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
             if not data:
                 break
             chunks.append(data)
+    except BaseException:
+        _stop(proc)
+        raise
     finally:
         os.close(master)
     return proc.wait(), b''.join(chunks), b''

@@ -29,3 +29,36 @@ def inherit_oddly():
 def terminals_without_a_name():
     """As where /dev/pts is out of reach: a terminal's name does not open."""
     os.ttyname = lambda fd: '/nonexistent/pts/0'
+
+
+def children_left_by_a_failure(terminal):
+    """Run a become-like command whose prompt handling fails on the way
+    (as a read error would); return the error and this process's children
+    left afterwards, zombies too (pid and state)."""
+    from plasmid.ansible import target
+
+    def fail(*args):
+        raise RuntimeError('broken on the way')
+    target._read_through_become = fail
+    try:
+        target.shell('echo started; sleep 60', b'', b'Secret:', b'pw',
+                     b'MARKER', terminal)
+    except RuntimeError as exc:
+        error = str(exc)
+    else:
+        error = None
+    return error, _children()
+
+
+def _children():
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open('/proc/%s/stat' % name) as stat:
+                    fields = stat.read().rsplit(')', 1)[1].split()
+            except (IOError, OSError):  # gone meanwhile
+                continue
+            if int(fields[1]) == os.getpid():
+                found.append((int(name), fields[0]))
+    return found

@@ -49,14 +49,24 @@ def _shell_calls(version: str, spawn: bool, *calls) -> list:
         return [ctx.call(target.shell, *call) for call in calls]
 
 
-def _report(version: str, spawn: bool):
-    return _shell_calls(version, spawn, (REPORT, b'the input\n'))[0]
+def _report(version: str, spawn: bool, become: bool):
+    """REPORT's output, the command run as a plain one or, with *become*,
+    as a become command (a marker to wait for: the prompt path)."""
+    if not become:
+        return _shell_calls(version, spawn, (REPORT, b'the input\n'))[0]
+    rc, out, err = _shell_calls(
+        version, spawn, ('echo MARKER; ' + REPORT, b'the input\n',
+                         b'Secret:', b'right', b'MARKER'))[0]
+    assert out.startswith(b'MARKER\n'), out
+    return rc, out[len(b'MARKER\n'):], err
 
 
+@pytest.mark.parametrize('become', [False, True], ids=['plain', 'become'])
 @pytest.mark.parametrize('version', ['3.8', '3.13'])
-def test_a_spawned_command_starts_as_one_started_by_subprocess(version):
-    spawned = _report(version, True)
-    forked = _report(version, False)
+def test_a_spawned_command_starts_as_one_started_by_subprocess(version,
+                                                               become):
+    spawned = _report(version, True, become)
+    forked = _report(version, False, become)
     rc, out, err = spawned
     assert (rc, err) == (7, b'to-stderr\n')
     assert out.startswith(b'own-session\nSigBlk:\t0000000000000000\n'), out
@@ -106,8 +116,8 @@ def test_a_process_without_its_stdin_leaves_commands_to_subprocess():
     import subprocess
     import sys
     code = ('import os; os.close(0); from plasmid.ansible import '
-            'shell_spawn; print(shell_spawn.run(["/bin/sh", "-c", '
-            '"echo ran"], b"", dict(os.environ)))')
+            'shell_spawn; print(shell_spawn.start_on_pipes(["/bin/sh", '
+            '"-c", "echo ran"], dict(os.environ)))')
     checkout = os.path.dirname(os.path.dirname(plasmid.__file__))
     done = subprocess.run([sys.executable, '-c', code], capture_output=True,
                           stdin=subprocess.DEVNULL, check=True,
@@ -150,25 +160,37 @@ def test_a_command_on_a_terminal_starts_as_one_started_by_subprocess(
                                        b'')
 
 
-# A become program's exchange: a prompt, the password read without echo,
-# the marker, the command's output.
-BECOME_LIKE = ('stty -echo; printf "Secret: "; read answer; stty echo; '
-               'echo; [ "$answer" = right ] || { printf "Secret: "; '
-               'sleep 30; }; echo MARKER; echo "ran as asked"')
+# A become program's exchange: a prompt (on stderr, as sudo -S gives it),
+# the password read without echo on a terminal, the marker, the command's
+# input (on pipes) and output.
+BECOME_LIKE = ('[ -t 0 ] && stty -echo; printf "Secret: " >&2; read answer; '
+               '[ -t 0 ] && stty echo; echo >&2; [ "$answer" = right ] || '
+               '{ printf "Secret: " >&2; sleep 30; }; echo MARKER; '
+               '[ -t 0 ] || cat; echo "ran as asked"')
+# What it gives, by password and whether it ran on a terminal.
+BECOME_LIKE_SAYS = {
+    (b'right', True): (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b''),
+    (b'wrong', True): (-9, b'Secret: \r\nSecret: ', b''),
+    (b'right', False): (0, b'MARKER\nthe input\nran as asked\n',
+                        b'Secret: \n'),
+    (b'wrong', False): (-9, b'', b'Secret: \nSecret: '),
+}
 
 
+@pytest.mark.parametrize('on_terminal', [True, False],
+                         ids=['terminal', 'pipes'])
 @pytest.mark.parametrize('password', [b'right', b'wrong'])
-def test_a_password_is_typed_on_a_spawned_terminal_as_before(password):
-    """The prompt path reads and writes the terminal and, on a refused
-    password, kills the command's session: the same with either start."""
-    call = (BECOME_LIKE, None, b'Secret:', password, b'MARKER', '')
+def test_a_password_is_typed_on_a_spawned_command_as_before(
+        password, on_terminal):
+    """The prompt path reads the command's terminal or pipes, types the
+    password and then the input and, on a refused password, kills the
+    command's session: the same with either start."""
+    call = (BECOME_LIKE, None if on_terminal else b'the input\n',
+            b'Secret:', password, b'MARKER', '' if on_terminal else None)
     spawned, = _shell_calls('3.13', True, call)
     forked, = _shell_calls('3.13', False, call)
     assert spawned == forked
-    if password == b'right':
-        assert spawned == (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b'')
-    else:
-        assert spawned == (-9, b'Secret: \r\nSecret: ', b'')
+    assert spawned == BECOME_LIKE_SAYS[password, on_terminal]
 
 
 def test_a_terminal_that_does_not_open_by_name_leaves_it_to_subprocess():
@@ -180,3 +202,14 @@ def test_a_terminal_that_does_not_open_by_name_leaves_it_to_subprocess():
     assert (rc, err) == (7, b'')
     assert b'controls-terminal\r\n' in out, out
     assert b'SigIgn:\t0000000001000000\r\n' in out, out  # not spawned
+
+
+@pytest.mark.parametrize('spawn', [True, False], ids=['spawn', 'subprocess'])
+@pytest.mark.parametrize('terminal', [None, ''], ids=['pipes', 'terminal'])
+def test_a_failure_midway_leaves_no_command_or_zombie(terminal, spawn):
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('3.13'))
+        if not spawn:
+            ctx.call(shell_spawn_fns.by_subprocess_only)
+        assert ctx.call(shell_spawn_fns.children_left_by_a_failure,
+                        terminal) == ('broken on the way', [])
