@@ -10,8 +10,11 @@ Protocol (bodies of GET_MODULE and LOAD_MODULE messages):
   ``([name], None)``.  A batch ``([pkg, ...], origin)`` asks for packages
   the answer for *origin* said it would need and this context lacks.
 * ``LOAD_MODULE (name, is_pkg, source, filename, for_name, closure,
-  related, absent, after)``: one module; ``source`` is its zlib-compressed
-  UTF-8 text, or None: it cannot be served.
+  related, absent, after, code)``: one module; ``source`` is its
+  zlib-compressed UTF-8 text, or None: it cannot be served.  ``code``,
+  when the master's Python is of this context's version: ``(magic,
+  zlib-compressed marshalled code)``, run instead of compiling the source
+  where the magic number is ours.
   Modules sent with an answer carry ``for_name``, the request they belong
   to; the answer itself (``name == for_name``) carries ``closure`` (the
   names sent ahead of it, in order), ``after`` (the names sent right
@@ -32,6 +35,7 @@ arrive, and never sends a child the same module twice.
 from __future__ import absolute_import
 import os
 import sys
+import marshal
 import threading
 import zlib
 
@@ -45,10 +49,11 @@ class ModuleEntry(object):
     """A module as sent on the wire, or its absence (source None)."""
 
     __slots__ = ('name', 'is_pkg', 'source', 'filename', 'for_name',
-                 'closure', 'related', 'absent', 'after')
+                 'closure', 'related', 'absent', 'after', 'code')
 
     def __init__(self, name, is_pkg, source, filename, for_name=None,
-                 closure=None, related=None, absent=None, after=None):
+                 closure=None, related=None, absent=None, after=None,
+                 code=None):
         self.name = name
         self.is_pkg = is_pkg
         self.source = source
@@ -58,16 +63,19 @@ class ModuleEntry(object):
         self.related = related or []
         self.absent = absent or []
         self.after = after or []
+        self.code = code
 
     def to_wire(self):
         return (self.name, self.is_pkg, self.source, self.filename,
                 self.for_name, self.closure, self.related, self.absent,
-                self.after)
+                self.after, self.code)
 
     @classmethod
     def from_wire(cls, value):
         entry = cls(*value)
         entry.source = compat.bytes_from_wire(entry.source)  # compressed
+        if entry.code:
+            entry.code = tuple(map(compat.bytes_from_wire, entry.code))
         return entry
 
     def is_answer(self):
@@ -107,6 +115,17 @@ def _found_by_python2(fullname, path):
 
 def _source_text(entry):
     return zlib.decompress(entry.source).decode('utf-8')
+
+
+def _master_code(entry):
+    """The master's compiled code for *entry* if this Python can run it
+    as is: same magic number (bytecode format), no -O.  The source stays
+    for tracebacks."""
+    ours = getattr(sys.modules.get('_frozen_importlib_external'),
+                   'MAGIC_NUMBER', None)  # None on Python 2
+    if entry.code and ours == entry.code[0] and not sys.flags.optimize:
+        return marshal.loads(zlib.decompress(entry.code[1]))
+    return None
 
 
 def _import_chain(fullname):
@@ -463,7 +482,8 @@ class Importer(object):
         module.__file__ = entry.filename
         self.executed.add(entry.name)
         try:
-            code = compile(_source_text(entry), entry.filename, 'exec')
+            code = _master_code(entry) or \
+                compile(_source_text(entry), entry.filename, 'exec')
         except SyntaxError as exc:
             raise ImportError(
                 'module %s comes from the master\'s Python %s and cannot be '

@@ -228,10 +228,14 @@ class Router:
 
     def __init__(self, threaded: bool = False,
                  max_message_size: int = DEFAULT_MAX_MESSAGE,
-                 shutdown_timeout: float = 5.0) -> None:
+                 shutdown_timeout: float = 5.0,
+                 send_bytecode: bool = True) -> None:
         self.loop = Loop()
         self.core = CoreRouter(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
+        # Off: contexts on this Python's version compile what they import,
+        # as the others do (fewer bytes, more target CPU; a slow link).
+        self.responder.send_bytecode = send_bytecode
         self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
         self.core.add_handler(HELLO, self._on_hello, FROM_CHILD)
         self.boots: dict[int, Boot] = {}  # direct children still booting
@@ -529,9 +533,11 @@ class Router:
         return context
 
     def _on_hello(self, msg: Message) -> None:
+        info = msg.value()
+        self.responder.pythons[msg.src] = tuple(info.get('version', ())[:2])
         boot = self.boots.pop(msg.src, None)
         if boot is not None:
-            boot.on_hello(msg.value())
+            boot.on_hello(info)
 
     def _start_via(self, spec: dict, via: MasterContext) -> MasterContext:
         new_id = spec['context_id']

@@ -374,6 +374,24 @@ def tree_facts():
     }
 
 
+def compiles_during_import(name, marker):
+    """Import *name*; the files containing *marker* in their path that
+    compile() was asked to compile meanwhile (Python 3)."""
+    import builtins
+    compiled = []
+    real = builtins.compile
+
+    def counting(source, filename, *args, **kwargs):
+        if marker in str(filename):
+            compiled.append(filename)
+        return real(source, filename, *args, **kwargs)
+    builtins.compile = counting
+    try:
+        importlib.import_module(name)
+    finally:
+        builtins.compile = real
+    return sorted(compiled)
+
 
 def import_after(seconds, name):
     """Import *name* once this call has run *seconds*: by then the

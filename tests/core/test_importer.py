@@ -8,6 +8,7 @@ received, modules received but never imported.  Nothing here is timed.
 from __future__ import annotations
 
 import importlib.util
+import marshal
 import os
 import platform
 import sys
@@ -189,20 +190,121 @@ def test_optional_dependency_stays_missing_without_a_request(
     assert ctx.call(importer.stats)['requests_sent'] == before
 
 
-def test_modules_are_compiled_from_source_on_the_target(
-        router: plasmid.Router, tree: str) -> None:
-    ctx = router.local()
+@pytest.mark.parametrize('python', ['master', 'other'])
+def test_modules_run_from_memory_under_the_masters_path(
+        router: plasmid.Router, tree: str, python: str) -> None:
+    # On the master's Python the master's bytecode runs, elsewhere the
+    # context compiles the source: either way from memory, as that file.
+    ctx = router.local(python_path=sys.executable if python == 'master'
+                       else require_python(_another_minor()))
     facts = ctx.call(import_fns.import_facts, 'imptree.core')
     path = os.path.join(tree, 'imptree', 'core.py')
     assert facts['loader'] == 'Importer'
     assert facts['file'] == path            # the master's path, for tracebacks
     assert facts['cached'] is None          # no bytecode file anywhere
-    assert facts['code_filename'] == path   # compiled there from that text
+    assert facts['code_filename'] == path   # compiled for that file
     with open(path) as handle:
         assert ctx.call(import_fns.source_of, 'imptree.core') == \
             handle.read()
-    # The context compiled in memory: no bytecode cache appeared on disk.
+    # Nothing was compiled to disk, on either side.
     assert not [d for d, _, _ in os.walk(tree) if '__pycache__' in d]
+
+
+def _another_minor() -> str:
+    """A Python 3 version other than the master's, for contexts that
+    cannot run its bytecode."""
+    return '3.12' if sys.version_info[:2] != (3, 12) else '3.11'
+
+
+def _tree_files(root: str, modules: list[str]) -> list[str]:
+    files = []
+    for module in modules:
+        path = os.path.join(root, *module.split('.'))
+        files.append(os.path.join(path, '__init__.py') if os.path.isdir(path)
+                     else path + '.py')
+    return sorted(files)
+
+
+def test_a_context_on_the_masters_python_runs_its_bytecode(
+        router: plasmid.Router, tree: str) -> None:
+    ctx = router.local()  # the master's own Python
+    assert ctx.call(import_fns.compiles_during_import, 'imptree',
+                    'imptree') == []
+    assert ctx.call(import_fns.tree_facts)['cycle'] == ['b', 'a']
+    assert ctx.call(import_fns.loaded_modules, 'imptree') == \
+        import_fns.TREE_IMPORTED_PY3
+
+
+def test_a_traceback_from_bytecode_shows_the_source(
+        router: plasmid.Router, tmp_path) -> None:
+    root = str(tmp_path / 'tbtree')
+    import_fns.write_tree(root, {'imptb/__init__.py': '''
+        def fail():
+            raise ValueError('from imptb')  # the line a traceback shows
+        '''})
+    with on_master_path(root, 'imptb'):
+        import imptb
+        ctx = router.local()
+        with pytest.raises(plasmid.CallError) as caught:
+            ctx.call(imptb.fail)
+        compiled = ctx.call(import_fns.compiles_during_import, 'imptb',
+                            'imptb')
+    assert compiled == []  # it had arrived as bytecode
+    assert "raise ValueError('from imptb')  # the line a traceback shows" \
+        in str(caught.value)
+
+
+@pytest.mark.parametrize('how', ['another-version', 'optimized',
+                                 'turned-off'])
+def test_other_contexts_compile_the_source(tree: str, how: str) -> None:
+    # Another version gets no bytecode; a context under -O refuses it (its
+    # code must leave asserts out); Router(send_bytecode=False) sends none.
+    python = {'another-version': require_python(_another_minor()),
+              'optimized': [sys.executable, '-O'],
+              'turned-off': sys.executable}[how]
+    with plasmid.Router(send_bytecode=how != 'turned-off') as router:
+        ctx = router.local(python_path=python)
+        compiled = ctx.call(import_fns.compiles_during_import, 'imptree',
+                            'imptree')
+        sent_code = dict(router.responder.compressed_code)
+    assert compiled == _tree_files(tree, import_fns.TREE_IMPORTED_PY3)
+    assert bool(sent_code) == (how == 'optimized')
+
+
+def test_bytecode_is_of_the_source_sent_even_if_the_file_changed(
+        router: plasmid.Router, tmp_path) -> None:
+    # The master read the source for a context on another Python; then the
+    # file changed and a fresh .pyc was written for the new text.  A
+    # context on the master's Python gets the source the master serves
+    # (read once), and bytecode of that source, not the .pyc.
+    import py_compile
+    root = str(tmp_path / 'staletree')
+    import_fns.write_tree(root, {'impstale/__init__.py': 'VALUE = 1\n'})
+    with on_master_path(root, 'impstale'):
+        other = router.local(python_path=require_python(_another_minor()))
+        assert other.call(import_fns.attribute, 'impstale', 'VALUE') == 1
+        path = os.path.join(root, 'impstale', '__init__.py')
+        with open(path, 'w') as handle:
+            handle.write('VALUE = 2  # changed after the master read it\n')
+        py_compile.compile(path, doraise=True)
+        ctx = router.local()
+        assert ctx.call(import_fns.attribute, 'impstale', 'VALUE') == 1
+        assert ctx.call(import_fns.source_of, 'impstale') == 'VALUE = 1\n'
+        assert router.responder.compressed_code['impstale'] is not None
+
+
+def test_bytecode_runs_only_where_its_magic_number_is_ours() -> None:
+    code = compile('VALUE = 1', 'x.py', 'exec')
+    packed = zlib.compress(marshal.dumps(code))
+    source = zlib.compress(b'VALUE = 1')
+    ours = importlib.util.MAGIC_NUMBER
+    entry = importer.ModuleEntry('x', False, source, 'x.py',
+                                 code=(ours, packed))
+    assert importer._master_code(entry).co_filename == 'x.py'
+    entry.code = (b'\x00\x00\r\n', packed)
+    assert importer._master_code(entry) is None
+    entry.code = None
+    assert importer._master_code(entry) is None
 
 
 def test_master_only_code_is_refused(router: plasmid.Router) -> None:
