@@ -14,6 +14,9 @@ The target interpreter must lack the packages (``--python``; by default the
 pyenv Python of the nearest minor version to the master's -- newer first,
 3.10 or later, as Django 5 needs -- on which ``import django`` and ``import
 requests`` fail; checked over ssh as the account before anything is timed).
+A target of the master's own minor version (``--python /usr/bin/python3``
+beside a 3.11 master, say) gets the master's bytecode and does not compile;
+the default target, of another version, compiles the source.
 
 Each trial opens a fresh ssh context with one tool, reads the context's
 importer state (``importer_fns.importer_state``; importer_fns itself
