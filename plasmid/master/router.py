@@ -534,7 +534,9 @@ class Router:
 
     def _on_hello(self, msg: Message) -> None:
         info = msg.value()
-        self.responder.pythons[msg.src] = tuple(info.get('version', ())[:2])
+        version = info.get('version') if isinstance(info, dict) else None
+        if isinstance(version, list):  # a child's word: checked, not trusted
+            self.responder.pythons[msg.src] = tuple(version[:2])
         boot = self.boots.pop(msg.src, None)
         if boot is not None:
             boot.on_hello(info)
