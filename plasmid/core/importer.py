@@ -33,9 +33,9 @@ with children serves them from its cache, streams modules on as they
 arrive, and never sends a child the same module twice.
 """
 from __future__ import absolute_import
+import marshal
 import os
 import sys
-import marshal
 import threading
 import zlib
 
