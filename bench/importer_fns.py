@@ -34,6 +34,8 @@ def importer_state():
 
     {'tool': 'plasmid' | 'mitogen',
      'received': {module: bytes of its zlib-compressed source},
+     'code': {module: bytes of its compressed bytecode, where the master
+              sent it (plasmid, to a context on the master's version)},
      'negative': [modules the parent said it cannot serve],
      'requested': [[names] per request sent upstream] (plasmid only;
                   Mitogen's child keeps no such record, the master counts),
@@ -44,7 +46,7 @@ def importer_state():
     """
     import sys
     child = sys.modules.get('plasmid.core.child')
-    state = {'received': {}, 'negative': [], 'requested': [],
+    state = {'received': {}, 'code': {}, 'negative': [], 'requested': [],
              'message_bytes': 0, 'data_requests': 0,
              'loaded': [n for n, m in sys.modules.items() if m is not None]}
     if child is not None:
@@ -55,6 +57,8 @@ def importer_state():
                 state['negative'].append(name)
             else:
                 state['received'][name] = len(entry.source)
+                if getattr(entry, 'code', None):
+                    state['code'][name] = len(entry.code[1])
         state['requested'] = [list(names) for names in importer.requested]
         state['message_bytes'] = importer.bytes_received
         state['data_requests'] = len(importer.data)

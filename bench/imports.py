@@ -39,6 +39,8 @@ What is counted, per trial (differences between the two state readings):
   are counted apart.
 * source KiB: the zlib-compressed source of those modules, as each tool
   sent it (plasmid compresses at level 6, Mitogen at 9).
+* bytecode KiB: the compressed bytecode that came beside the source
+  (plasmid, only to a target of the master's own minor version).
 * never imported: received modules not in the child's ``sys.modules``
   after the import (same rule for both tools; a module whose import failed
   counts too).
@@ -285,6 +287,8 @@ class Trials:
             'modules': len(received),
             'negative': len(set(after['negative']) - set(before['negative'])),
             'source_bytes': sum(received.values()),
+            'code_bytes': sum(size for n, size in after['code'].items()
+                              if n in received),
             'received_names': sorted(received),
             'never': sorted(n for n in received if n not in loaded),
             'data_requests': after['data_requests'] - before['data_requests'],
@@ -332,6 +336,7 @@ def module_table(runs: dict[str, list[dict]], reference: list[float]) -> str:
             'requests': benchlib.median([r['requests'] for r in rs]),
             'modules': benchlib.median([r['modules'] for r in rs]),
             'kib': benchlib.median([r['source_bytes'] for r in rs]) / kib,
+            'code_kib': benchlib.median([r['code_bytes'] for r in rs]) / kib,
             'wall': benchlib.median(walls),
             'inside': benchlib.median([r['inside'] for r in rs]),
         }
@@ -342,6 +347,7 @@ def module_table(runs: dict[str, list[dict]], reference: list[float]) -> str:
             count_cell([r['modules'] for r in rs]),
             count_cell([r['negative'] for r in rs]),
             benchlib.fmt(meds[tool]['kib']),
+            benchlib.fmt(meds[tool]['code_kib']),
             '%s (%.1f%%)' % (count_cell(nevers), share * 100),
             benchlib.fmt(meds[tool]['wall'] * ms),
             '%s-%s' % (benchlib.fmt(min(walls) * ms), benchlib.fmt(max(walls) * ms)),
@@ -349,17 +355,17 @@ def module_table(runs: dict[str, list[dict]], reference: list[float]) -> str:
     p, m = meds['plasmid'], meds['mitogen']
     rows.append(['mitogen / plasmid', ratio_cell(m['requests'], p['requests']),
                  ratio_cell(m['modules'], p['modules']), '',
-                 ratio_cell(m['kib'], p['kib']), '',
+                 ratio_cell(m['kib'], p['kib']), '', '',
                  ratio_cell(m['wall'], p['wall']), '',
                  ratio_cell(m['inside'], p['inside'])])
     rows.append(['target imports them from disk, no .pyc (reference)',
-                 '-', '-', '-', '-', '-', '-', '-', '%s (%s-%s)' % (
+                 '-', '-', '-', '-', '-', '-', '-', '-', '%s (%s-%s)' % (
                      benchlib.fmt(benchlib.median(reference) * ms),
                      benchlib.fmt(min(reference) * ms),
                      benchlib.fmt(max(reference) * ms))])
     return benchlib.table(
         ['peer', 'requests', 'modules', 'negative', 'source KiB',
-         'never imported', 'wall median ms', 'wall min-max ms',
+         'bytecode KiB', 'never imported', 'wall median ms', 'wall min-max ms',
          'in context ms'], rows)
 
 
