@@ -53,11 +53,15 @@ def requests_about(stats: dict, package: str) -> list[list[str]]:
                    for n in names)]
 
 
-def _source(root: str, module: str) -> str:
+def _module_file(root: str, module: str) -> str:
     path = os.path.join(root, *module.split('.'))
     if os.path.isdir(path):
         path = os.path.join(path, '__init__')
-    with open(path + '.py') as handle:
+    return path + '.py'
+
+
+def _source(root: str, module: str) -> str:
+    with open(_module_file(root, module)) as handle:
         return handle.read()
 
 
@@ -216,15 +220,6 @@ def _another_minor() -> str:
     return '3.12' if sys.version_info[:2] != (3, 12) else '3.11'
 
 
-def _tree_files(root: str, modules: list[str]) -> list[str]:
-    files = []
-    for module in modules:
-        path = os.path.join(root, *module.split('.'))
-        files.append(os.path.join(path, '__init__.py') if os.path.isdir(path)
-                     else path + '.py')
-    return sorted(files)
-
-
 def test_a_context_on_the_masters_python_runs_its_bytecode(
         router: plasmid.Router, tree: str) -> None:
     ctx = router.local()  # the master's own Python
@@ -267,7 +262,8 @@ def test_other_contexts_compile_the_source(tree: str, how: str) -> None:
         compiled = ctx.call(import_fns.compiles_during_import, 'imptree',
                             'imptree')
         sent_code = dict(router.responder.compressed_code)
-    assert compiled == _tree_files(tree, import_fns.TREE_IMPORTED_PY3)
+    assert compiled == sorted(_module_file(tree, m)
+                              for m in import_fns.TREE_IMPORTED_PY3)
     assert bool(sent_code) == (how == 'optimized')
 
 
