@@ -613,9 +613,21 @@ def connect_child(spec):
     here = child.current
     stream, info = connect(here.router, spec, here.blob)
     here.children.append(stream)
+    python = python_of(info)
+    if python is not None:  # then it may get the bytecode we got
+        here.importer.pythons[spec['context_id']] = python
     stream.on_close.append(lambda s: here.loop.defer(_reap_later, here.loop,
                                                      s.process, 0))
     return info
+
+
+def python_of(info):
+    """The (major, minor) of a child's Python from its HELLO *info*, or
+    None: a child's word, checked, not trusted."""
+    version = info.get('version') if isinstance(info, dict) else None
+    if isinstance(version, list) and len(version) >= 2:
+        return tuple(version[:2])
+    return None
 
 
 def _reap_later(loop, proc, tries):

@@ -14,7 +14,8 @@ Protocol (bodies of GET_MODULE and LOAD_MODULE messages):
   zlib-compressed UTF-8 text, or None: it cannot be served.  ``code``,
   when the master's Python is of this context's version: ``(magic,
   zlib-compressed marshalled code)``, run instead of compiling the source
-  where the magic number is ours.
+  where the magic number is ours; an intermediary passes it on only to a
+  child known to run its own version (``pythons``, from the child's start).
   Modules sent with an answer carry ``for_name``, the request they belong
   to; the answer itself (``name == for_name``) carries ``closure`` (the
   names sent ahead of it, in order), ``after`` (the names sent right
@@ -187,6 +188,7 @@ class Importer(object):
         self.followers = {}  # for_name -> set of child ids awaiting it
         self.expected = {}   # answer name -> names of its after, to come
         self.sent = {}       # child id -> names already sent to it
+        self.pythons = {}    # child id -> its (major, minor)
         self.executed = set()
         self.lock = threading.Lock()
         self.requests_sent = 0
@@ -196,6 +198,7 @@ class Importer(object):
         router.add_handler(LOAD_MODULE, self._on_load, FROM_PARENT)
         router.add_handler(GET_MODULE, self._on_child_request, FROM_CHILD)
         router.add_handler(GET_DATA, self._on_child_data_request, FROM_CHILD)
+        router.on_lost.append(self._forget)
         self.data = {}  # (package, relpath) -> Latch of (kind, value)
 
     def install(self):
@@ -348,7 +351,7 @@ class Importer(object):
     def _serve_from_cache(self, child_id, entry):
         if not entry.is_answer():  # it came ahead of another answer
             entry = ModuleEntry(entry.name, entry.is_pkg, entry.source,
-                                entry.filename)
+                                entry.filename, code=entry.code)
         for name in entry.closure:
             ahead = self.cache.get(name)
             if ahead is not None:
@@ -367,7 +370,15 @@ class Importer(object):
         if entry.name in sent and not always:
             return
         sent.add(entry.name)
-        self.router.send_value(child_id, LOAD_MODULE, entry.to_wire())
+        value = entry.to_wire()
+        if self.pythons.get(child_id) != sys.version_info[:2]:
+            value = value[:-1] + (None,)  # bytecode it could not run
+        self.router.send_value(child_id, LOAD_MODULE, value)
+
+    def _forget(self, ids):
+        for child_id in ids:
+            self.sent.pop(child_id, None)
+            self.pythons.pop(child_id, None)
 
     # ---------------------------------------------------- package data
 

@@ -352,8 +352,9 @@ class ModuleResponder:
         self.sent: dict[int, set[str]] = {}  # context id -> names sent
         self.compressed: dict[str, bytes] = {}
         self.compressed_code: dict[str, Optional[bytes]] = {}
-        # Direct children's Python (major, minor), from their HELLO: those
-        # on ours get compiled code with the source (see _code_for).
+        # Direct children's Python (major, minor), from their HELLO or
+        # their start: those on ours get compiled code with the source
+        # (see _code_for).
         self.pythons: dict[int, tuple] = {}
         self.send_bytecode = True
         # LOAD_MODULE messages per (context, module): for tests and
@@ -368,6 +369,17 @@ class ModuleResponder:
         self.lock = threading.RLock()
         router.add_handler(GET_MODULE, self._on_request, FROM_CHILD)
         router.add_handler(GET_DATA, self._on_data_request, FROM_CHILD)
+        router.on_lost.append(self._forget)
+
+    def _forget(self, ids: list[int]) -> None:
+        """What was kept for contexts that are gone: a master that starts
+        thousands over its life must not keep a record of each."""
+        with self.lock:
+            for context_id in ids:
+                self.sent.pop(context_id, None)
+                self.pythons.pop(context_id, None)
+            for key in [k for k in self.groups if k[0] in ids]:
+                del self.groups[key]
 
     def _on_data_request(self, msg) -> None:
         package, relpath = msg.value()

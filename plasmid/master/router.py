@@ -527,6 +527,12 @@ class Router:
             raise
         with self.lock:
             self.streams.append(stream)
+        if spec.get('python_path') == sys.executable and \
+                getattr(spawn.method_module(spec['method']), 'RUNS_HERE',
+                        False):
+            # This very interpreter: modules pushed ahead of the first
+            # call, before its HELLO, can carry bytecode too.
+            self.responder.pythons[context_id] = tuple(sys.version_info[:2])
         context = MasterContext(self, context_id, spec['name'], None, None,
                                 stream, boot)
         self.contexts[context_id] = context
@@ -534,9 +540,9 @@ class Router:
 
     def _on_hello(self, msg: Message) -> None:
         info = msg.value()
-        version = info.get('version') if isinstance(info, dict) else None
-        if isinstance(version, list):  # a child's word: checked, not trusted
-            self.responder.pythons[msg.src] = tuple(version[:2])
+        python = spawn.python_of(info)
+        if python is not None:
+            self.responder.pythons[msg.src] = python
         boot = self.boots.pop(msg.src, None)
         if boot is not None:
             boot.on_hello(info)

@@ -42,6 +42,20 @@ def _code_filename(module):
     return None
 
 
+def arrived_with_code(names):
+    """For each of *names* this context holds: whether it came with its
+    parent's bytecode."""
+    cache = _importer().cache
+    return dict((name, cache[name].code is not None)
+                for name in names if name in cache)
+
+
+def children_known():
+    """The children this context's importer keeps a record of."""
+    importer = _importer()
+    return {'sent': sorted(importer.sent), 'pythons': sorted(importer.pythons)}
+
+
 def loaded_modules(prefix):
     """Names of loaded modules in package *prefix* (itself included)."""
     return sorted(n for n, m in sys.modules.items()

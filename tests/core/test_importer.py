@@ -242,11 +242,29 @@ def test_a_traceback_from_bytecode_shows_the_source(
         ctx = router.local()
         with pytest.raises(plasmid.CallError) as caught:
             ctx.call(imptb.fail)
-        compiled = ctx.call(import_fns.compiles_during_import, 'imptb',
-                            'imptb')
-    assert compiled == []  # it had arrived as bytecode
+        arrived = ctx.call(import_fns.arrived_with_code, ['imptb'])
+    assert arrived == {'imptb': True}  # it ran the master's bytecode
     assert "raise ValueError('from imptb')  # the line a traceback shows" \
         in str(caught.value)
+
+
+def test_a_first_call_brings_bytecode_to_a_context_on_this_python(
+        router: plasmid.Router, tmp_path) -> None:
+    # A first call's module goes ahead of it, before the new context's
+    # HELLO says its version: one started on this very interpreter is
+    # known to share it from its start, another one is not.
+    root = str(tmp_path / 'firsttree')
+    import_fns.write_tree(root, {'impfirst/__init__.py': 'def answer():\n'
+                                                        '    return 42\n'})
+    with on_master_path(root, 'impfirst'):
+        import impfirst
+        same = router.local()
+        other = router.local(python_path=require_python(_another_minor()))
+        assert same.call(impfirst.answer) == 42 == other.call(impfirst.answer)
+        assert same.call(import_fns.arrived_with_code, ['impfirst']) == \
+            {'impfirst': True}
+        assert other.call(import_fns.arrived_with_code, ['impfirst']) == \
+            {'impfirst': False}
 
 
 @pytest.mark.parametrize('how', ['another-version', 'optimized',
@@ -416,6 +434,7 @@ class _Router:
     def __init__(self) -> None:
         self.handlers: dict = {}
         self.out: list = []
+        self.on_lost: list = []
 
     def add_handler(self, handle, callback, policy) -> None:
         self.handlers[handle] = callback
@@ -518,6 +537,44 @@ def test_intermediary_fetches_a_package_once(router: plasmid.Router,
     # B and C got their modules through A, never from the master directly.
     direct = {cid for (cid, m) in router.responder.messages_sent}
     assert direct == {a.context_id}
+
+
+def test_an_intermediary_passes_bytecode_on_to_its_version_only(
+        router: plasmid.Router, tree: str) -> None:
+    # A, on the master's Python, gets bytecode with the source; of its
+    # children, the one on another version gets the source alone.
+    import imptree  # noqa: F401  (so that one request brings it all)
+    names = import_fns.TREE_IMPORTED_PY3
+    a = router.local(name='A')
+    other = router.local(via=a, name='B',
+                         python_path=require_python(_another_minor()))
+    same = router.local(via=a, name='C')  # A's own Python
+    compiled = [ctx.call(import_fns.compiles_during_import, 'imptree',
+                         'imptree') for ctx in (other, same)]
+    assert compiled == [sorted(_module_file(tree, m) for m in names), []]
+    assert a.call(import_fns.arrived_with_code, names) == \
+        dict.fromkeys(names, True)
+    assert same.call(import_fns.arrived_with_code, names) == \
+        dict.fromkeys(names, True)
+    assert other.call(import_fns.arrived_with_code, names) == \
+        dict.fromkeys(names, False)
+
+
+def test_what_is_kept_for_a_context_goes_with_it(router: plasmid.Router,
+                                                  tree: str) -> None:
+    import imptree  # noqa: F401
+    a = router.local(name='A')
+    b = router.local(via=a, name='B')
+    assert b.call(import_fns.tree_facts)['leaf'] == 42
+    assert a.call(import_fns.children_known) == \
+        {'sent': [b.context_id], 'pythons': [b.context_id]}
+    assert a.context_id in router.responder.sent
+    assert a.context_id in router.responder.pythons
+    b.shutdown()
+    assert a.call(import_fns.children_known) == {'sent': [], 'pythons': []}
+    a.shutdown()
+    assert a.context_id not in router.responder.sent
+    assert a.context_id not in router.responder.pythons
 
 
 @pytest.mark.parametrize('concurrent', [False, True],
