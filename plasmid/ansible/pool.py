@@ -167,6 +167,11 @@ class Pool:
         self.router = router
         self.lane_idle = lane_idle
         self.targets: dict[tuple, list[Target]] = {}
+        # Indexes, so that a task's lookups do not grow with the number of
+        # hosts: the keys of each (login, become), the lanes each broker
+        # thread holds.
+        self.keys_of: dict[tuple, set[tuple]] = collections.defaultdict(set)
+        self.held: dict[int, list[Target]] = {}
         self.login_retries = 0  # logins started again (reconnection_retries)
         self.lane_retries = 0  # extra lanes started again (LANE_RETRIES)
         self.idle_lanes_shut = 0  # lanes shut after lane_idle unused
@@ -199,12 +204,26 @@ class Pool:
         me = threading.get_ident()
         now = time.monotonic()
         with self.lock:
-            for lanes in self.targets.values():
-                for found in lanes:
-                    if found.holder == me:
-                        found.holder = None
-                        found.idle_since = now
+            for found in self.held.pop(me, ()):
+                if found.holder == me:
+                    found.holder = None
+                    found.idle_since = now
             self.released.notify_all()
+
+    def _lanes(self, key: tuple) -> list[Target]:
+        """Under the lock: the lanes of *key*, an empty list at first."""
+        lanes = self.targets.get(key)
+        if lanes is None:
+            lanes = self.targets[key] = []
+            self.keys_of[key[0], key[2]].add(key)
+        return lanes
+
+    def _hold(self, found: Target, me: int) -> Target:
+        """Under the lock: *found* is thread *me*'s until it lets go."""
+        if found.holder != me:
+            found.holder = me
+            self.held.setdefault(me, []).append(found)
+        return found
 
     def shut_idle_lanes(self) -> int:
         """Shut down the login lanes, but each login's first, that no task
@@ -273,7 +292,7 @@ class Pool:
                    me: int) -> Optional[Target]:
         """Under the lock: the lane of *key* held by *me*, else an idle one
         started through *via* (if given), else None.  Forgets dead ones."""
-        lanes = self.targets.setdefault(key, [])
+        lanes = self._lanes(key)
         lanes[:] = [t for t in lanes if t.context.is_alive()]
         for found in lanes:
             if found.holder == me:
@@ -289,10 +308,10 @@ class Pool:
         this thread's own first, then an idle one's."""
         me = threading.get_ident()
         with self.lock:
-            known = [(_rank(found.holder, me), py)
-                     for (lg, py, bc), lanes in self.targets.items()
-                     if lg == login and bc == become
-                     for found in lanes if found.context.is_alive()]
+            known = [(_rank(found.holder, me), key[1])
+                     for key in self.keys_of.get((login, become), ())
+                     for found in self.targets[key]
+                     if found.context.is_alive()]
         return min(known, key=lambda rank_py: rank_py[0])[1] \
             if known else None
 
@@ -326,15 +345,14 @@ class Pool:
                 failures += 1
                 wait = LANE_RETRY_PAUSE * 2 ** (failures - 1)
                 continue
-            made.holder = me
             with self.lock:
+                self._hold(made, me)
                 self._start_ended(key)
-                self.targets.setdefault(key, []).append(made)
+                self._lanes(key).append(made)
                 if key[1] is None:  # started with the first Python found
                     login, _, become = key
-                    self.targets.setdefault(
-                        (login, made.context.python_path, become),
-                        []).append(made)
+                    self._lanes((login, made.context.python_path,
+                                 become)).append(made)
             return made
 
     def _await_lane(self, key: tuple, via: Optional[Target], me: int,
@@ -348,8 +366,7 @@ class Pool:
         while True:
             found = self._idle_lane(key, via, me)
             if found is not None:
-                found.holder = me
-                return found
+                return self._hold(found, me)
             left = deadline - time.monotonic()
             if via is not None or not self.targets[key]:
                 if not after_failure or left <= 0:
