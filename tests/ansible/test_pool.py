@@ -345,3 +345,70 @@ def test_idle_lanes_are_looked_for_from_a_thread(sshd):
             assert first.context.is_alive()
         finally:
             stop.set()
+
+
+class _StandInContext:
+    """What the pool asks of a context, without a process."""
+
+    def __init__(self, python_path: str, via=None) -> None:
+        self.python_path = python_path
+        self.via = via
+
+    def is_alive(self) -> bool:
+        return True
+
+
+class _StandInRouter:
+    """Logins whose first Python found depends on the host."""
+
+    def ssh(self, python_path, hostname, **login) -> _StandInContext:
+        return _StandInContext('/opt/%s/python3' % hostname)
+
+    def sudo(self, via, python_path, **options) -> _StandInContext:
+        return _StandInContext(python_path, via)
+
+
+def _stand_in_spec(host: str, become=None) -> dict:
+    return {'login': {'method': 'ssh', 'hostname': host}, 'become': become}
+
+
+def test_each_account_finds_its_own_python_and_threads_let_go_of_their_own():
+    # The pool's lookups go by index (keys per account, lanes per holding
+    # thread): each host's task finds that host's interpreter, never
+    # another host's, and a thread lets go of its own lanes only.
+    contexts = pool.Pool(_StandInRouter())
+    hosts = ['h%d' % i for i in range(5)]
+    got = {}
+    free_after_first_let_go = {}
+    hold = threading.Barrier(len(hosts))
+
+    def task(i: int) -> None:
+        spec = _stand_in_spec(hosts[i], ROOT)
+        got[i] = (contexts.get(spec, None), contexts.get(spec, None),
+                  contexts.get(dict(spec, become=None), None))
+        hold.wait(60)
+        if i == 0:
+            contexts.release()
+            free_after_first_let_go.update(
+                (j, (become.holder, login.holder) == (None, None))
+                for j, (become, _, login) in got.items())
+        hold.wait(60)  # the others hold theirs until thread 0 has looked
+        if i:
+            contexts.release()
+    _in_threads(task, len(hosts))
+    assert free_after_first_let_go == {0: True, 1: False, 2: False,
+                                       3: False, 4: False}
+    for i, host in enumerate(hosts):
+        become, again, login = got[i]
+        assert become is again  # one lane per thread, found again
+        assert become.context.via is login.context
+        assert become.context.python_path == login.context.python_path == \
+            '/opt/%s/python3' % host
+    assert all(found.holder is None for lanes in contexts.targets.values()
+               for found in lanes)
+    assert contexts.held == {}
+    # A later task of h3 takes the lanes let go, under h3's Python.
+    spec = _stand_in_spec('h3', ROOT)
+    assert contexts.get(spec, None) is got[3][0]
+    assert contexts.get(spec, '/opt/h3/python3') is got[3][0]
+    contexts.release()
