@@ -8,3 +8,12 @@ def children_usage():
     import resource
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime, usage.ru_minflt
+
+
+def own_cpu():
+    """CPU seconds this process has used: in the context, its own share of
+    each run (the call, the fork, reading the child's answer, the next
+    spare's fork)."""
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

@@ -44,7 +44,8 @@ shell, every worker would otherwise compile them again.
 The inventory is the same for all three: hosts t1..tN at 127.0.0.1, user,
 key, ``ansible_ssh_common_args`` = the test bed's ssh options without its
 ``ControlMaster=no``/``ControlPath=none`` (which would switch vanilla's
-ControlPersist off), ``ansible_python_interpreter=/usr/bin/python3``; host
+ControlPersist off) and with any ``--ssh-option``,
+``ansible_python_interpreter=/usr/bin/python3``; host
 keys are checked against the test bed's known_hosts.  Each host has a port
 of its own on relay.py, which counts the bytes and forwards to the sshd (or
 to the toxiproxy in front of it), so every tool opens one connection per
@@ -466,7 +467,8 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
     return env
 
 
-def write_inventory(path: str, server: SshServer, ports: list[int]) -> None:
+def write_inventory(path: str, server: SshServer, ports: list[int],
+                    ssh_options: list[str]) -> None:
     args = server.ssh_args()
     common = []
     i = 0
@@ -477,6 +479,8 @@ def write_inventory(path: str, server: SshServer, ports: list[int]) -> None:
             continue
         common.append(args[i])
         i += 1
+    for option in ssh_options:  # every peer's ssh honours these
+        common += ['-o', option]
     inventory = {'all': {
         'hosts': {'t%d' % (n + 1): {'ansible_port': port}
                   for n, port in enumerate(ports)},
@@ -832,6 +836,10 @@ def main() -> None:
                         metavar='KEY=VALUE', help='extra environment for '
                         'ansible-playbook, e.g. ANSIBLE_CALLBACKS_ENABLED='
                         'junit for per-task times (repeatable)')
+    parser.add_argument('--ssh-option', action='append', default=[],
+                        metavar='KEY=VALUE', help='an ssh -o option added to '
+                        'ansible_ssh_common_args for every peer, e.g. '
+                        'KexAlgorithms=curve25519-sha256 (repeatable)')
     parser.add_argument('--timeline', action='store_true',
                         help='stamp every task and host event and show '
                         'where each peer\'s rounds go')
@@ -857,6 +865,9 @@ def main() -> None:
     version_line, strategy = versions(args, peers)
     print('# ' + version_line)
     print('# strategy: %s (each peer its flavour of it)' % args.strategy)
+    if args.ssh_option:
+        print('# ssh options added for every peer: %s'
+              % ' '.join(args.ssh_option))
     print('# %s; %d run(s) per scenario and peer, peers rotating%s' % (
         'quick' if args.quick else 'full size', args.reps,
         '' if args.no_warmup else ', after 1 untimed warm-up each'))
@@ -880,12 +891,14 @@ def main() -> None:
             os.chown(dest, user.pw_uid, user.pw_gid)
             relays[False] = Relay(server.port, max_hosts)
             inventories = {False: os.path.join(work, 'inventory.yml')}
-            write_inventory(inventories[False], server, relays[False].ports)
+            write_inventory(inventories[False], server, relays[False].ports,
+                            args.ssh_option)
             if any(s.rtt for s in chosen):
                 proxy = LatencyProxy(server.port, args.latency_ms).__enter__()
                 relays[True] = Relay(proxy.port, max_hosts)
                 inventories[True] = os.path.join(work, 'inventory-rtt.yml')
-                write_inventory(inventories[True], server, relays[True].ports)
+                write_inventory(inventories[True], server, relays[True].ports,
+                                args.ssh_option)
             bench = Bench(args, server, relays, inventories, work, strategy)
             if any(s.where in ('podman', 'kubectl') for s in chosen):
                 bench.container = stack.enter_context(containers.container())
