@@ -5,10 +5,11 @@
 Each task a worker sends the broker looks up its context in the pool
 (``Pool.get``: the login's lane, then the become user's through it) and,
 when the task is over, lets its lanes go (``Pool.release``).  This times
-that bookkeeping alone, with a stand-in router whose contexts are plain
-objects (no process, no message): per host count, the pool first holds a
-login and a sudo lane for each host, then every round runs one task per
-host, as a round of ``linear`` does.  Printed: microseconds of CPU per
+that bookkeeping alone, with the tests' stand-in router
+(tests/ansible/pool_stand_ins.py), whose contexts are plain objects (no
+process, no message): per host count, the pool first holds a login and a
+sudo lane for each host, then every round runs one task per host, as a
+round of ``linear`` does.  Printed: microseconds of CPU per
 task (median of the rounds).  No peer does this the same way; Mitogen
 keeps one connection per host too and finds it by key.
 """
@@ -21,32 +22,13 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(os.path.dirname(HERE)),
-                os.path.dirname(HERE)]
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [ROOT, os.path.dirname(HERE),
+                os.path.join(ROOT, 'tests', 'ansible')]
 
 from benchlib import machine_line  # noqa: E402
 from plasmid.ansible.pool import Pool  # noqa: E402
-
-
-class StandInContext:
-    """What the pool asks of a context."""
-
-    def __init__(self, python_path, via=None) -> None:
-        self.python_path = python_path
-        self.via = via
-
-    def is_alive(self) -> bool:
-        return True
-
-
-class StandInRouter:
-    """Starts stand-in contexts, as the router's methods the pool calls."""
-
-    def ssh(self, python_path, **login) -> StandInContext:
-        return StandInContext('/usr/bin/python3')
-
-    def sudo(self, via, python_path, **options) -> StandInContext:
-        return StandInContext(python_path, via)
+from pool_stand_ins import StandInRouter, python_of  # noqa: E402
 
 
 def spec_of(host: int) -> dict:
@@ -67,15 +49,16 @@ def spec_of(host: int) -> dict:
 def per_task_us(hosts: int, rounds: int) -> float:
     pool = Pool(StandInRouter())
     specs = [spec_of(host) for host in range(hosts)]
-    for spec in specs:  # every host's lanes, as the first round starts
-        pool.get(spec, '/usr/bin/python3')
+    pythons = [python_of(spec['login']['hostname']) for spec in specs]
+    for spec, python in zip(specs, pythons):  # as the first round starts
+        pool.get(spec, python)
         pool.release()
     times = []
     for _ in range(rounds):
         started = time.process_time()
-        for spec in specs:
+        for spec, python in zip(specs, pythons):
             pool.get({'login': spec['login'], 'become': None}, None)
-            pool.get(spec, '/usr/bin/python3')
+            pool.get(spec, python)
             pool.release()
         times.append((time.process_time() - started) / hosts * 1e6)
     return statistics.median(times)

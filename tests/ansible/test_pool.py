@@ -10,6 +10,7 @@ import pytest
 import plasmid
 from plasmid.ansible import pool, target
 from plasmid.core.errors import ConnectError
+from pool_stand_ins import StandInRouter, python_of
 from testbed.dropping import DroppingPort
 from testbed.ports import free_port
 from testbed.pythons import require_python
@@ -347,27 +348,6 @@ def test_idle_lanes_are_looked_for_from_a_thread(sshd):
             stop.set()
 
 
-class _StandInContext:
-    """What the pool asks of a context, without a process."""
-
-    def __init__(self, python_path: str, via=None) -> None:
-        self.python_path = python_path
-        self.via = via
-
-    def is_alive(self) -> bool:
-        return True
-
-
-class _StandInRouter:
-    """Logins whose first Python found depends on the host."""
-
-    def ssh(self, python_path, hostname, **login) -> _StandInContext:
-        return _StandInContext('/opt/%s/python3' % hostname)
-
-    def sudo(self, via, python_path, **options) -> _StandInContext:
-        return _StandInContext(python_path, via)
-
-
 def _stand_in_spec(host: str, become=None) -> dict:
     return {'login': {'method': 'ssh', 'hostname': host}, 'become': become}
 
@@ -376,7 +356,7 @@ def test_each_account_finds_its_own_python_and_threads_let_go_of_their_own():
     # The pool's lookups go by index (keys per account, lanes per holding
     # thread): each host's task finds that host's interpreter, never
     # another host's, and a thread lets go of its own lanes only.
-    contexts = pool.Pool(_StandInRouter())
+    contexts = pool.Pool(StandInRouter())
     hosts = ['h%d' % i for i in range(5)]
     got = {}
     free_after_first_let_go = {}
@@ -403,12 +383,12 @@ def test_each_account_finds_its_own_python_and_threads_let_go_of_their_own():
         assert become is again  # one lane per thread, found again
         assert become.context.via is login.context
         assert become.context.python_path == login.context.python_path == \
-            '/opt/%s/python3' % host
+            python_of(host)
     assert all(found.holder is None for lanes in contexts.targets.values()
                for found in lanes)
     assert contexts.held == {}
     # A later task of h3 takes the lanes let go, under h3's Python.
     spec = _stand_in_spec('h3', ROOT)
     assert contexts.get(spec, None) is got[3][0]
-    assert contexts.get(spec, '/opt/h3/python3') is got[3][0]
+    assert contexts.get(spec, python_of('h3')) is got[3][0]
     contexts.release()

@@ -60,6 +60,11 @@ def _module_file(root: str, module: str) -> str:
     return path + '.py'
 
 
+def _module_files(root: str, modules) -> list[str]:
+    """The sorted paths of *modules* under *root*."""
+    return sorted(_module_file(root, m) for m in modules)
+
+
 def _source(root: str, module: str) -> str:
     with open(_module_file(root, module)) as handle:
         return handle.read()
@@ -280,8 +285,7 @@ def test_other_contexts_compile_the_source(tree: str, how: str) -> None:
         compiled = ctx.call(import_fns.compiles_during_import, 'imptree',
                             'imptree')
         sent_code = dict(router.responder.compressed_code)
-    assert compiled == sorted(_module_file(tree, m)
-                              for m in import_fns.TREE_IMPORTED_PY3)
+    assert compiled == _module_files(tree, import_fns.TREE_IMPORTED_PY3)
     assert bool(sent_code) == (how == 'optimized')
 
 
@@ -551,7 +555,7 @@ def test_an_intermediary_passes_bytecode_on_to_its_version_only(
     same = router.local(via=a, name='C')  # A's own Python
     compiled = [ctx.call(import_fns.compiles_during_import, 'imptree',
                          'imptree') for ctx in (other, same)]
-    assert compiled == [sorted(_module_file(tree, m) for m in names), []]
+    assert compiled == [_module_files(tree, names), []]
     assert a.call(import_fns.arrived_with_code, names) == \
         dict.fromkeys(names, True)
     assert same.call(import_fns.arrived_with_code, names) == \
