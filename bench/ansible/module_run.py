@@ -38,6 +38,7 @@ import textwrap
 import time
 import zipfile
 import zlib
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -98,7 +99,7 @@ def time_vanilla(python: str, script: bytes, runs: int) -> dict:
         assert done.returncode == 0, done.stderr
     cpu1, faults1 = module_run_fns.children_usage()
     return summary(walls, (cpu1 - cpu0) / runs, (faults1 - faults0) / runs,
-                   0.0)
+                   None)  # the interpreter is the child: no context
 
 
 def time_plasmid(python: str, script: bytes, runs: int) -> dict:
@@ -129,12 +130,12 @@ def time_plasmid(python: str, script: bytes, runs: int) -> dict:
 
 
 def summary(walls: list[float], cpu: float, faults: float,
-            context_cpu: float) -> dict:
+            context_cpu: Optional[float]) -> dict:
     walls = sorted(walls)
     return {'median': statistics.median(walls) * 1e3,
             'p10': walls[len(walls) // 10] * 1e3,
             'cpu': cpu * 1e3, 'faults': faults,
-            'context_cpu': context_cpu * 1e3}
+            'context_cpu': None if context_cpu is None else context_cpu * 1e3}
 
 
 def main() -> None:
@@ -166,7 +167,7 @@ def main() -> None:
     for name, row in rows:
         print('%-30s %10.2f %8.2f %16.2f %14.0f %18s' % (
             name, row['median'], row['p10'], row['cpu'], row['faults'],
-            '%.2f' % row['context_cpu'] if row['context_cpu'] else '-'))
+            '-' if row['context_cpu'] is None else '%.2f' % row['context_cpu']))
     vanilla, ours = rows[0][1], rows[1][1]
     print('vanilla / plasmid: wall %.2fx, CPU (child + context) %.2fx' % (
         vanilla['median'] / ours['median'],
