@@ -14,7 +14,8 @@ with the test bed's ssh options (``private_testbed`` of ssh_connect.py):
   RUSAGE_CHILDREN) per login;
 - plasmid and Mitogen: ``router.ssh()`` + a first call, wall time.
 
-Medians of ``--reps``, the rows rotating each repetition.  The key
+Medians of ``--reps`` after a warm-up each (plasmid and Mitogen
+alternating, the bare logins before them).  The key
 exchange is a choice of security (a post-quantum one resists a recording
 decrypted later); this shows its price, it recommends nothing.
 """
