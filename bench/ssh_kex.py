@@ -22,13 +22,11 @@ decrypted later); this shows its price, it recommends nothing.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import resource
 import subprocess
 import sys
 import time
-from typing import Iterator
 
 import benchlib
 
@@ -47,17 +45,10 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@contextlib.contextmanager
-def key_exchange(server, kex: str) -> Iterator[None]:
-    """The test bed's ssh options, which every tool here takes, with
-    *kex* added."""
-    server_args = server.ssh_args
-    server.ssh_args = lambda: server_args() + (
-        [] if kex == 'default' else ['-o', 'KexAlgorithms=' + kex])
-    try:
-        yield
-    finally:
-        server.ssh_args = server_args
+def use_key_exchange(server, kex: str) -> None:
+    """Every tool here takes the test bed's ssh options: add *kex*."""
+    server.extra_options = [] if kex == 'default' else \
+        ['KexAlgorithms=' + kex]
 
 
 def bare_login(server) -> tuple[float, float]:
@@ -106,8 +97,8 @@ def main() -> None:
         try:
             peers = Peers(server, prouter, mitogen.master.Router(broker))
             for kex in args.kex.split(','):
-                with key_exchange(server, kex):
-                    rows.append((kex, measure(server, peers, args.reps)))
+                use_key_exchange(server, kex)
+                rows.append((kex, measure(server, peers, args.reps)))
         finally:
             broker.shutdown()
             broker.join()

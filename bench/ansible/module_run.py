@@ -115,16 +115,14 @@ def time_plasmid(python: str, script: bytes, runs: int) -> dict:
         for _ in range(10):  # warm: the context learns what modules use
             rc, out, err = ctx.call(target.run_module, job.digest, to_target)
             assert rc == 0, err
-        cpu0, faults0 = ctx.call(module_run_fns.children_usage)
-        own0 = ctx.call(module_run_fns.own_cpu)
+        cpu0, faults0, own0 = ctx.call(module_run_fns.context_usage)
         for _ in range(runs):
             started = time.perf_counter()
             ctx.call(target.run_module, job.digest, to_target)
             walls.append(time.perf_counter() - started)
         time.sleep(0.2)
         ctx.call(target.fork_counts)  # reaps the last child
-        cpu1, faults1 = ctx.call(module_run_fns.children_usage)
-        own1 = ctx.call(module_run_fns.own_cpu)
+        cpu1, faults1, own1 = ctx.call(module_run_fns.context_usage)
     return summary(walls, (cpu1 - cpu0) / runs, (faults1 - faults0) / runs,
                    (own1 - own0) / runs)
 

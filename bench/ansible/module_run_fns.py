@@ -10,10 +10,11 @@ def children_usage():
     return usage.ru_utime + usage.ru_stime, usage.ru_minflt
 
 
-def own_cpu():
-    """CPU seconds this process has used: in the context, its own share of
-    each run (the call, the fork, reading the child's answer, the next
-    spare's fork)."""
+def context_usage():
+    """(CPU seconds of the waited-for children, their minor faults, CPU
+    seconds of this process itself): in the context, the module processes,
+    and its own share of each run (the call, the fork, reading the
+    child's answer, the next spare's fork)."""
     import resource
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return children_usage() + (own.ru_utime + own.ru_stime,)

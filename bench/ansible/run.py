@@ -467,8 +467,7 @@ def peer_env(peer: str, venv: str, mitogen_strategy: Optional[str],
     return env
 
 
-def write_inventory(path: str, server: SshServer, ports: list[int],
-                    ssh_options: list[str]) -> None:
+def write_inventory(path: str, server: SshServer, ports: list[int]) -> None:
     args = server.ssh_args()
     common = []
     i = 0
@@ -479,8 +478,6 @@ def write_inventory(path: str, server: SshServer, ports: list[int],
             continue
         common.append(args[i])
         i += 1
-    for option in ssh_options:  # every peer's ssh honours these
-        common += ['-o', option]
     inventory = {'all': {
         'hosts': {'t%d' % (n + 1): {'ansible_port': port}
                   for n, port in enumerate(ports)},
@@ -885,20 +882,19 @@ def main() -> None:
     try:
         with BenchSshServer() as server, contextlib.ExitStack() as stack:
             server.authorize(BENCH_USER)
+            server.extra_options = args.ssh_option  # every peer's ssh
             user = pwd.getpwnam(BENCH_USER)
             dest = os.path.join(user.pw_dir, 'ansible-bench')
             os.makedirs(dest, exist_ok=True)
             os.chown(dest, user.pw_uid, user.pw_gid)
             relays[False] = Relay(server.port, max_hosts)
             inventories = {False: os.path.join(work, 'inventory.yml')}
-            write_inventory(inventories[False], server, relays[False].ports,
-                            args.ssh_option)
+            write_inventory(inventories[False], server, relays[False].ports)
             if any(s.rtt for s in chosen):
                 proxy = LatencyProxy(server.port, args.latency_ms).__enter__()
                 relays[True] = Relay(proxy.port, max_hosts)
                 inventories[True] = os.path.join(work, 'inventory-rtt.yml')
-                write_inventory(inventories[True], server, relays[True].ports,
-                                args.ssh_option)
+                write_inventory(inventories[True], server, relays[True].ports)
             bench = Bench(args, server, relays, inventories, work, strategy)
             if any(s.where in ('podman', 'kubectl') for s in chosen):
                 bench.container = stack.enter_context(containers.container())

@@ -101,6 +101,9 @@ class SshServer:
         self.known_hosts = ""
         self.config = ""
         self.log = ""
+        # KEY=VALUE ssh options every client of this server adds to ours
+        # (benchmarks: a key exchange, say).
+        self.extra_options: list[str] = []
         self._proc: Optional[subprocess.Popen] = None
 
     # -- lifecycle -------------------------------------------------------
@@ -148,7 +151,8 @@ class SshServer:
         """ssh options that make a client trust exactly this server.
 
         -F /dev/null ignores ~/.ssh/config and /etc/ssh/ssh_config so a
-        developer's settings can't change what the tests see.
+        developer's settings can't change what the tests see.  Then any
+        ``extra_options``.
         """
         opts = [
             f"UserKnownHostsFile={self.known_hosts}",
@@ -162,6 +166,7 @@ class SshServer:
             "CheckHostIP=no",
             "LogLevel=ERROR",
             "ConnectTimeout=10",
+            *self.extra_options,
         ]
         args = ["-F", "/dev/null"]
         for opt in opts:
