@@ -14,11 +14,15 @@ only records it (``local`` underneath); then, on the target Python --python:
   temporary directory, the module, clean-up);
 - plasmid: ``plasmid.ansible.target.run_module`` in a local context that
   holds the zip (what the broker asks of a context per task: a fork of the
-  warm context runs the module from memory).
+  warm context runs the module from memory, or, for the modules of
+  ``target.STAYING_MODULES``, a module process that stayed after the
+  last run);
+- plasmid, a fork per run: the same with no module process staying.
 
 Per run: wall time (medians, p10), CPU of the processes the run started
 (the child and what it ran, from RUSAGE_CHILDREN of the process that
-waited for them) and their minor page faults; for plasmid also the CPU of
+waited for them, and of those still alive, from /proc) and their minor
+page faults; for plasmid also the CPU of
 the context itself (the call, the fork, reading the answer, forking the
 next spare), which lives for the whole run where vanilla's interpreter
 is the child.  The CPU ratio compares all of each.  No ssh: the network,
@@ -27,66 +31,26 @@ sshd and the broker are not in these figures.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
-import zipfile
-import zlib
 from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, os.path.join(ROOT, 'bench')]
+sys.path[:0] = [ROOT, os.path.join(ROOT, 'bench'),
+                os.path.join(ROOT, 'tests', 'ansible')]
 
 import plasmid  # noqa: E402
 from benchlib import machine_line  # noqa: E402
-from plasmid.ansible import payload, target  # noqa: E402
+from plasmid.ansible import target  # noqa: E402
 
 import module_run_fns  # noqa: E402
-
-RECORDER = textwrap.dedent('''
-    from ansible.plugins.connection.local import Connection as Local
-    DOCUMENTATION = """
-    name: recorder
-    short_description: local, recording pipelined module scripts
-    description: local, recording pipelined module scripts
-    author: plasmid
-    options: {}
-    """
-
-    class Connection(Local):
-        transport = 'recorder'
-
-        def exec_command(self, cmd, in_data=None, sudoable=True):
-            if in_data and b'_ansiballz_main' in in_data:
-                with open(%r, 'wb') as handle:
-                    handle.write(in_data)
-            return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
-''')
-
-
-def record_script(venv: str, python: str, args: str, work: str,
-                  module: str = 'command') -> bytes:
-    """The pipelined script ansible-core sends for ``module: args``."""
-    plugins = os.path.join(work, 'connection_plugins')
-    os.makedirs(plugins)
-    recorded = os.path.join(work, 'script')
-    with open(os.path.join(plugins, 'recorder.py'), 'w') as handle:
-        handle.write(RECORDER % recorded)
-    env = dict(os.environ, ANSIBLE_CONNECTION_PLUGINS=plugins,
-               ANSIBLE_PIPELINING='true', ANSIBLE_LOCAL_TEMP=work)
-    subprocess.run([os.path.join(venv, 'bin', 'ansible'), 'localhost', '-i',
-                    'localhost,', '-c', 'recorder', '-m', module, '-a',
-                    args, '-e', 'ansible_python_interpreter=%s' % python],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
-    with open(recorded, 'rb') as handle:
-        return handle.read()
+from module_scripts import record_script, warm_context  # noqa: E402
 
 
 def time_vanilla(python: str, script: bytes, runs: int) -> dict:
@@ -102,27 +66,14 @@ def time_vanilla(python: str, script: bytes, runs: int) -> dict:
                    None)  # the interpreter is the child: no context
 
 
-def warm_context(router, python: str, script: bytes):
-    """A local context on *python* holding the zip of *script*, warmed by
-    ten runs (it learns what the module imports); with the job's digest
-    and what ``target.run_module`` takes."""
-    job = payload.parse(script)
-    assert job is not None, 'not a script plasmid knows how to take apart'
-    with zipfile.ZipFile(io.BytesIO(job.zip_data)) as archive:
-        files = {n: zlib.compress(archive.read(n)) for n in archive.namelist()}
-    ctx = router.local(python_path=python)
-    ctx.call(target.add_zip_files, job.digest, {}, files, job.module_fqn)
-    to_target = job.to_target({})
-    for _ in range(10):
-        rc, out, err = ctx.call(target.run_module, job.digest, to_target)
-        assert rc == 0, err
-    return ctx, job.digest, to_target
-
-
-def time_plasmid(python: str, script: bytes, runs: int) -> dict:
+def time_plasmid(python: str, script: bytes, runs: int,
+                 fork_each: bool = False) -> dict:
+    """*fork_each*: no module process stays for the next run."""
     walls = []
     with plasmid.Router() as router:
         ctx, digest, to_target = warm_context(router, python, script)
+        if fork_each:
+            ctx.call(module_run_fns.fork_each_run)
         cpu0, faults0, own0 = ctx.call(module_run_fns.context_usage)
         for _ in range(runs):
             started = time.perf_counter()
@@ -166,7 +117,9 @@ def main() -> None:
     rows = [('vanilla (python < script)',
              time_vanilla(args.python, script, args.runs)),
             ('plasmid (target.run_module)',
-             time_plasmid(args.python, script, args.runs))]
+             time_plasmid(args.python, script, args.runs)),
+            ('plasmid, a fork per run',
+             time_plasmid(args.python, script, args.runs, fork_each=True))]
     print('%-30s %10s %8s %16s %14s %18s' % (
         'peer', 'wall ms', 'p10 ms', 'child CPU ms', 'minor faults',
         'context CPU ms'))

@@ -12,7 +12,7 @@ task: per module (default: command, shell, stat, file, lineinfile, ping,
 setup), ansible-core (--venv) builds the pipelined script as
 ``module_run.py`` does; a local context on --python holds its zip; the
 context forks one process, which runs the module again and again in
-itself (``module_state_fns``).  Printed per module:
+itself (``tests/ansible/module_state_fns.py``).  Printed per module:
 
 - CPU per run in that one process (the module, what it ran) against a
   fork per run (``module_run.time_plasmid``: the module process plus the
@@ -38,13 +38,15 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, os.path.join(ROOT, 'bench'), HERE]
+sys.path[:0] = [ROOT, os.path.join(ROOT, 'bench'), HERE,
+                os.path.join(ROOT, 'tests', 'ansible')]
 
 import plasmid  # noqa: E402
 from benchlib import machine_line  # noqa: E402
 
 import module_run  # noqa: E402
 import module_state_fns  # noqa: E402
+from module_scripts import record_script, warm_context  # noqa: E402
 
 MODULES = ['command /bin/true', 'shell echo hi', 'stat path=/etc/hostname',
            'file path={work}/touched state=touch',
@@ -56,12 +58,11 @@ def measure(venv: str, python: str, spec: str, work: str,
             runs: int) -> dict:
     module, _, args = spec.format(work=work).partition(' ')
     scratch = tempfile.mkdtemp(dir=work)
-    script = module_run.record_script(venv, python, args,
+    script = record_script(venv, python, args,
                                       os.path.join(scratch, 'record'),
                                       module)
     with plasmid.Router() as router:
-        ctx, digest, to_target = module_run.warm_context(router, python,
-                                                         script)
+        ctx, digest, to_target = warm_context(router, python, script)
         report = ctx.call(module_state_fns.runs_in_one_process, digest,
                           to_target, 5, runs)
     forked = module_run.time_plasmid(python, script, runs)

@@ -21,6 +21,16 @@ before it exits, so the answer need not wait for the kernel to tear its
 memory down; it is reaped once the answer has gone out (it has exited by
 then, or is about to), so that no exited module process lingers as a
 zombie on the target while its context waits for the next task.
+
+A spare may also *stay* for later tasks, where the caller's ``may_stay``
+says a payload allows it (on Linux, Python 3.8+): its task's output goes
+to in-memory files instead of the pipes, comes back with the status in
+one frame, and the child, having put its state back and found it as it
+was (``baseline.py``), waits for the next such task; a fork and a child's
+first writes cost several times what most modules do.  A child that
+stayed is *kept*: it serves only payloads that may stay (any other gets
+the pristine spare), and a change that merely warms the context
+(:meth:`Forker.warmed`) leaves it be, as it holds what changed already.
 """
 from __future__ import absolute_import
 import errno
@@ -32,11 +42,19 @@ import signal
 import struct
 import sys
 
+from plasmid.ansible import baseline
 from plasmid.core import dispatch
 from plasmid.core.waiting import wait_for
 
 LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')
+_FRAME = struct.Struct('>QQQ')  # a staying child's report: its three parts
+
+
+def can_stay():
+    """Whether a module process may stay here: its output needs in-memory
+    files, its checks ``/proc``."""
+    return hasattr(os, 'memfd_create') and os.path.isdir('/proc/self/fd')
 
 
 class Child(object):
@@ -49,6 +67,8 @@ class Child(object):
         self.names_r = names_r
         self.job_w = None        # spares only: where their work is written
         self.generation = None   # spares only: the state they forked from
+        self.warmth = None       # spares only: how warm the context was
+        self.staying = False     # it stayed after a task, for more
 
     def fds(self):
         return [fd for fd in (self.out_r, self.err_r, self.names_r,
@@ -58,12 +78,15 @@ class Child(object):
 class Forker(object):
     """Runs ``entry(payload)`` in forked children, a spare one ready."""
 
-    def __init__(self, entry):
+    def __init__(self, entry, may_stay=None):
         self.entry = entry
+        self.may_stay = may_stay if can_stay() else None
         self.spare = None
+        self.kept = None    # a child that stayed after its task
         self.generation = 0
+        self.warmth = 0
         self.unreaped = []  # children that reported their status
-        self.counts = {'fresh': 0, 'spare': 0, 'discarded': 0}
+        self.counts = {'fresh': 0, 'spare': 0, 'discarded': 0, 'stayed': 0}
 
     def run(self, payload, then=None):
         """``(status, stdout, stderr, names of modules imported)`` of
@@ -74,57 +97,87 @@ class Forker(object):
         (if given) is called with those names, and a new spare forks.
         """
         self._reap_reported()
-        child = self._hand_to_spare(payload)
+        stay = self.may_stay is not None and self.may_stay(payload)
+        child = self._hand_to_spare(payload, stay)
         if child is None:
-            child = self._fork(lambda: self.entry(payload))
+            child = self._fork(lambda names_w: self.entry(payload))
             self.counts['fresh'] += 1
-        status, out, err, names = self._collect(child)
+        if stay and child.job_w is not None:
+            status, out, err, names = self._collect_frame(child)
+        else:
+            status, out, err, names = self._collect(child)
         self._after_reply(then and (lambda: then(names)))
         return status, out, err, names
 
     def invalidate(self):
-        """What a child inherits has changed: the spare is stale."""
+        """What a child inherits has changed: spare and kept are stale."""
         self.generation += 1
+
+    def warmed(self):
+        """The context holds more modules: a spare forked before is not
+        as warm as it could be; a kept child imported them itself."""
+        self.warmth += 1
 
     def prepare_spare(self):
         """Fork the spare now, unless a fresh one waits already."""
         if self.spare is not None:
-            if self.spare.generation == self.generation:
+            if self._current(self.spare):
                 return
             self._discard(self.spare)
         job_r, job_w = os.pipe()
+        entry = self.entry
         try:
-            child = self._fork(lambda: _serve_one_job(job_r, self.entry),
-                               close_in_child=[job_w])
+            child = self._fork(
+                lambda names_w: _serve_jobs(job_r, names_w, entry),
+                close_in_child=[job_w])
         finally:
             os.close(job_r)
         child.job_w = job_w
         child.generation = self.generation
+        child.warmth = self.warmth
         self.spare = child
 
     # ---------------------------------------------------------- parent
 
-    def _hand_to_spare(self, payload):
-        spare = self.spare
-        if spare is None:
-            return None
-        if spare.generation != self.generation:
-            self._discard(spare)
-            return None
+    def _current(self, child):
+        if child.staying:
+            return child.generation == self.generation
+        return (child.generation, child.warmth) == (self.generation,
+                                                   self.warmth)
+
+    def _hand_to_spare(self, payload, stay):
+        """Give *payload* to the kept child (if it may stay) or the spare;
+        None if neither can take it."""
+        for child in ([self.kept] if stay else []) + [self.spare]:
+            if child is None:
+                continue
+            if not self._current(child):
+                self._discard(child)
+                continue
+            if self._hand(child, payload, stay):
+                return child
+        return None
+
+    def _hand(self, child, payload, stay):
         try:
-            data = marshal.dumps(payload)
+            data = marshal.dumps((stay, payload))
         except ValueError:  # not plain data: a fresh child takes it
-            return None
-        self.spare = None
+            return False
         try:
-            _write_all(spare.job_w, _LENGTH.pack(len(data)) + data)
-        except OSError:  # the spare died: a fresh child takes it
-            self._discard(spare)
-            return None
-        os.close(spare.job_w)
-        spare.job_w = None
-        self.counts['spare'] += 1
-        return spare
+            _write_all(child.job_w, _LENGTH.pack(len(data)) + data)
+        except OSError:  # the child died: a fresh one takes it
+            self._discard(child)
+            return False
+        if child is self.spare:
+            self.spare = None
+            self.counts['spare'] += 1
+        else:
+            self.kept = None
+            self.counts['stayed'] += 1
+        if not stay:
+            os.close(child.job_w)
+            child.job_w = None
+        return True
 
     def _after_reply(self, then):
         """Queue *then* and the next spare's fork behind the reply; outside
@@ -145,6 +198,8 @@ class Forker(object):
     def _discard(self, spare):
         if spare is self.spare:
             self.spare = None
+        if spare is self.kept:
+            self.kept = None
         try:
             os.kill(spare.pid, signal.SIGKILL)
         except OSError:
@@ -155,14 +210,16 @@ class Forker(object):
         self.counts['discarded'] += 1
 
     def _fork(self, main, close_in_child=()):
-        """Fork a child that runs *main* with fresh fds 0/1/2."""
+        """Fork a child that runs ``main(fd of its report pipe)`` with
+        fresh fds 0/1/2."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         names_r, names_w = os.pipe()
         before = set(sys.modules)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child
-            inherited = self.spare and self.spare.fds() or []
+            inherited = [fd for kept in (self.spare, self.kept) if kept
+                         for fd in kept.fds()]
             for fd in [out_r, err_r, names_r] + list(close_in_child) + \
                     inherited:
                 os.close(fd)
@@ -181,6 +238,30 @@ class Forker(object):
         else:  # killed before it could say: wait for its status
             status = _wait(child.pid)
         return status, out, err, words
+
+    def _collect_frame(self, child):
+        """A staying child's report: status, output, modules imported;
+        it is kept if it said it stays."""
+        for fd in (child.out_r, child.err_r):
+            if fd is not None:  # the task's output comes in the frame
+                os.close(fd)
+        child.out_r = child.err_r = None
+        frame = _read_frame(child.names_r)
+        if frame is None:  # it died in the task: say how
+            status, out, err, names, stays = _wait(child.pid), b'', b'', \
+                [], False
+        else:
+            status, out, err, names, stays = frame
+        if stays:
+            child.staying = True
+            self.kept = child
+        else:
+            for fd in child.fds():
+                os.close(fd)
+            child.job_w = child.names_r = None
+            if frame is not None:
+                self.unreaped.append(child.pid)
+        return status, out, err, names
 
     def _reap_reported(self, block=False):
         """Reap the children that said their status (or were killed as
@@ -205,17 +286,82 @@ def _write_all(fd, data):
 
 # ------------------------------------------------------------ the child
 
-def _serve_one_job(job_r, entry):  # pragma: no cover - in a spare child
-    """Wait for the payload; run it.  The context closing the pipe
-    unused (it discarded us, or it exited) ends the spare."""
+def _serve_jobs(job_r, names_w, entry):  # pragma: no cover - in a spare
+    """Wait for the payload; run it, and stay for more if it says so.  The
+    context closing the pipe unused (it discarded us, or it exited) ends
+    the spare."""
+    stay, payload = _read_job(job_r)
+    if not stay:
+        os.close(job_r)
+        entry(payload)
+        return
+    state = baseline.Baseline()
+    before = set(sys.modules)
+    while True:
+        status, out, err = _run_in_memory(lambda: entry(payload))
+        names = [n for n in list(sys.modules) if n not in before]
+        before.update(names)
+        stays = state.restore()
+        _write_frame(names_w, (status, names, stays), out, err)
+        if not stays:
+            os._exit(status)
+        stay, payload = _read_job(job_r)
+
+
+def _read_job(job_r):  # pragma: no cover - in a spare child
     header = _read_exactly(job_r, _LENGTH.size)
-    if header is None:
-        os._exit(0)
-    data = _read_exactly(job_r, _LENGTH.unpack(header)[0])
-    os.close(job_r)
+    data = header and _read_exactly(job_r, _LENGTH.unpack(header)[0])
     if data is None:
         os._exit(0)
-    entry(marshal.loads(data))
+    return marshal.loads(data)
+
+
+def _run_in_memory(main):  # pragma: no cover - in a staying child
+    """Run *main* with fds 1 and 2 on in-memory files: its exit status and
+    what it wrote there."""
+    files = [os.memfd_create('plasmid-module-out'),
+             os.memfd_create('plasmid-module-err')]
+    os.dup2(files[0], 1)
+    os.dup2(files[1], 2)
+    status = _run_main(main)
+    _clear_exit_handlers()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    written = []
+    for fd in files:
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fd)
+        written.append(b''.join(chunks))
+    return status, written[0], written[1]
+
+
+def _write_frame(fd, meta, out, err):  # pragma: no cover - in the child
+    meta = marshal.dumps(meta)
+    _write_all(fd, _FRAME.pack(len(meta), len(out), len(err)) + meta)
+    _write_all(fd, out)
+    _write_all(fd, err)
+
+
+def _read_frame(fd):
+    """``(status, out, err, names, stays)`` from a staying child's frame;
+    None if it ended before writing one whole."""
+    header = _read_exactly(fd, _FRAME.size)
+    if header is None:
+        return None
+    sizes = _FRAME.unpack(header)
+    parts = [_read_exactly(fd, size) if size else b'' for size in sizes]
+    if None in parts:
+        return None
+    status, names, stays = marshal.loads(parts[0])
+    return status, parts[1], parts[2], names, stays
 
 
 def _read_exactly(fd, size):  # pragma: no cover - in a spare child
@@ -238,24 +384,30 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     status = 1
     try:
         _set_stage(out_w, err_w)
-        try:
-            main()
-            status = 0
-        except SystemExit as exc:
-            status = _exit_status(exc.code)
-        except BaseException:
-            status = _uncaught(*sys.exc_info())
-        # Modules clean up (their temp dir, say) in atexit handlers; we
-        # leave by os._exit, so run them here.
-        _run_exit_handlers()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        status = _run_main(lambda: main(names_w))
         _report_end(names_w, before, status)
     finally:
         os._exit(status)
+
+
+def _run_main(main):  # pragma: no cover - in the child
+    """Run *main* as the interpreter would run a script: its exit status."""
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except BaseException:
+        status = _uncaught(*sys.exc_info())
+    # Modules clean up (their temp dir, say) in atexit handlers; we
+    # leave by os._exit, so run them here.
+    _run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    return status
 
 
 def _set_stage(out_w, err_w):  # pragma: no cover - in the child

@@ -10,6 +10,8 @@ Python 2.7-compatible.  Three jobs:
   task runs in a fork of this warm interpreter (``forks.py``), so nothing a
   module leaves behind (globals, signal handlers, warnings filters,
   C-extension state) reaches the next task and nothing is written to disk;
+  the modules of :data:`STAYING_MODULES` run in a process that stays for
+  the next of them while it finds itself as it was (``baseline.py``);
 * run a shell command with input, as ``/bin/sh -c`` would over ssh;
 * write and read files in chunks, for ``put_file`` and ``fetch_file``.
 
@@ -232,7 +234,7 @@ def _learn(modules, imported, module_fqn):
     if warm.import_modules(modules, imported, _payload_finders(modules),
                            module_fqn):
         warm.fill_process_caches()
-        _FORKER.invalidate()  # the next child should start warmer
+        _FORKER.warmed()  # the next child should start warmer
 
 
 def _run_in_child(payload):
@@ -241,12 +243,28 @@ def _run_in_child(payload):
     _module_main(_ZIPS[digest], job, stale)
 
 
-_FORKER = forks.Forker(_run_in_child)
+# ansible-core's modules that may run in a module process an earlier task
+# of theirs ran in: measured by bench/ansible/module_state.py (what a run
+# leaves: only what every run sets again, and what baseline.py puts back)
+# and checked for each release by tests/ansible/test_staying.py.  Forking
+# costs them 6-35x their own CPU.  Not setup (it caches what it learns of
+# the system), nor any module of a user or collection (unmeasured).
+STAYING_MODULES = frozenset('ansible.modules.' + name for name in (
+    'command', 'file', 'lineinfile', 'ping', 'stat'))
+
+
+def _may_stay(payload):
+    digest, job, stale = payload
+    return job['module_fqn'] in STAYING_MODULES and not stale
+
+
+_FORKER = forks.Forker(_run_in_child, _may_stay)
 
 
 def fork_counts():
     """How module processes started: ``fresh`` forks on a task's path,
-    ``spare`` ones forked ahead, spares ``discarded`` as stale."""
+    ``spare`` ones forked ahead, spares ``discarded`` as stale; and how
+    many tasks a process that ``stayed`` after an earlier one ran."""
     return dict(_FORKER.counts)
 
 
@@ -308,6 +326,8 @@ def _files_from_readers_on_3_9():
         return
     from importlib import _common
     on_disk = _common.from_package
+    if getattr(on_disk, 'plasmid_readers', False):
+        return  # a process that stayed did this for an earlier task
 
     def from_package(package):
         loader = getattr(package.__spec__, 'loader', None)
@@ -316,6 +336,7 @@ def _files_from_readers_on_3_9():
             if reader is not None:
                 return reader.files()
         return on_disk(package)
+    from_package.plasmid_readers = True
     _common.from_package = from_package
 
 

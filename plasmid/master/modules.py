@@ -55,7 +55,8 @@ PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli')
 # Of the Ansible accelerator only these run in contexts (payload); the rest
 # of plasmid.ansible is the controller's, refused as the packages above.
 ANSIBLE_PAYLOAD = frozenset(['plasmid.ansible', 'plasmid.ansible.target',
-                             'plasmid.ansible.forks', 'plasmid.ansible.vfork',
+                             'plasmid.ansible.forks', 'plasmid.ansible.baseline',
+                             'plasmid.ansible.vfork',
                              'plasmid.ansible.warm', 'plasmid.ansible.chores',
                              'plasmid.ansible.shell_spawn'])
 

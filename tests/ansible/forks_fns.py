@@ -41,3 +41,54 @@ def change_state():
 
 def counts():
     return dict(FORKER.counts)
+
+
+def _stay_echo(payload):
+    """Work a child may stay after: what it saw, then whatever *payload*
+    names to change in it."""
+    sys.stdout.write(u'%s %d %s %s' % (payload, os.getpid(),
+                                        os.environ.get('PLASMID_TEST_SET'),
+                                        os.getcwd()))
+    sys.stdout.flush()
+    if payload == 'big':
+        sys.stdout.write(u'x' * (3 << 20))
+    elif payload == 'env':
+        os.environ['PLASMID_TEST_SET'] = 'yes'
+    elif payload == 'chdir':
+        os.chdir('/')
+    elif payload == 'signal':
+        import signal
+        signal.signal(signal.SIGUSR1, lambda *_: None)
+    elif payload == 'thread':
+        import threading
+        import time
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+    elif payload == 'die':
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    sys.exit(3)
+
+
+STAYING = forks.Forker(_stay_echo, lambda payload: payload != 'alone')
+
+
+def run_staying(payload):
+    """(status, payload, pid, PLASMID_TEST_SET, cwd, output size)."""
+    status, out, err, _ = STAYING.run(payload)
+    words = out.decode('ascii')[:200].split()
+    if not words:
+        return status, None, None, None, None, 0
+    return (status, words[0], int(words[1]), words[2], words[3][:len(
+        os.getcwd())], len(out))
+
+
+def staying_counts():
+    return dict(STAYING.counts)
+
+
+def staying_invalidate():
+    STAYING.invalidate()
+
+
+def staying_warmed():
+    STAYING.warmed()

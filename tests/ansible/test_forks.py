@@ -41,12 +41,14 @@ def test_spares_run_the_work_until_the_context_changes(version):
             (7, 'a', 1, 0), (7, 'b', 1, 0), (7, 'c', 1, 0)]
         assert len({r[2] for r in runs}) == 3
         assert ctx.call(forks_fns.counts) == {
-            'fresh': 1, 'spare': 2, 'discarded': 0}
+            'fresh': 1, 'spare': 2, 'discarded': 0,
+            'stayed': 0}
         # The spare waiting now forked before the change: it must not run.
         ctx.call(forks_fns.change_state)
         assert ctx.call(forks_fns.run, 'd')[3] == 2
         assert ctx.call(forks_fns.counts) == {
-            'fresh': 2, 'spare': 2, 'discarded': 1}
+            'fresh': 2, 'spare': 2, 'discarded': 1,
+            'stayed': 0}
         # The spare forked after that run knows the change.
         assert ctx.call(forks_fns.run, 'e')[3] == 2
         assert ctx.call(forks_fns.counts)['spare'] == 3
@@ -60,7 +62,8 @@ def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
         # The spare was left waiting, and takes the next plain payload.
         assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
         assert ctx.call(forks_fns.counts) == {
-            'fresh': 2, 'spare': 1, 'discarded': 0}
+            'fresh': 2, 'spare': 1, 'discarded': 0,
+            'stayed': 0}
 
 
 @contextlib.contextmanager
@@ -80,7 +83,8 @@ def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
         assert procs.wait_gone([spare], timeout=5.0) == set()
         assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
         assert ctx.call(forks_fns.counts) == {
-            'fresh': 2, 'spare': 0, 'discarded': 1}
+            'fresh': 2, 'spare': 0, 'discarded': 1,
+            'stayed': 0}
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
@@ -102,3 +106,83 @@ def test_a_finished_module_process_is_reaped_once_its_answer_is_out(version):
         children = procs.descendants([ctx.call(os.getpid)])
         assert [p for p in children if not procs.alive(p)] == []
         assert len(children) == 1, children
+
+
+def staying_context(router: plasmid.Router) -> plasmid.Context:
+    """A context whose first run has forked a spare: the next run that may
+    stay goes to the spare, which stays."""
+    ctx = router.local(python_path=require_python('3.13'))
+    assert ctx.call(forks_fns.run_staying, 'first')[:2] == (3, 'first')
+    return ctx
+
+
+def test_a_child_stays_for_work_that_may_stay_and_puts_back_its_state():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        cwd = ctx.call(os.getcwd)
+        env = ctx.call(forks_fns.run_staying, 'env')
+        chdir = ctx.call(forks_fns.run_staying, 'chdir')
+        after = ctx.call(forks_fns.run_staying, 'after')
+        # One process ran the three; what the first two changed was put
+        # back before the next began.
+        assert env[2] == chdir[2] == after[2]
+        assert [r[:2] for r in (env, chdir, after)] == [
+            (3, 'env'), (3, 'chdir'), (3, 'after')]
+        assert (chdir[3], after[3], after[4]) == ('None', 'None', cwd)
+        assert ctx.call(forks_fns.staying_counts) == {
+            'fresh': 1, 'spare': 1, 'discarded': 0, 'stayed': 2}
+        # Output beyond a pipe's buffer comes whole, in order.
+        big = ctx.call(forks_fns.run_staying, 'big')
+        assert big[2] == env[2] and big[5] > 3 << 20
+
+
+@pytest.mark.parametrize('change', ['signal', 'thread'])
+def test_a_child_that_finds_itself_changed_leaves(change):
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        changed = ctx.call(forks_fns.run_staying, change)
+        assert changed[:2] == (3, change)
+        assert procs.wait_gone([changed[2]], timeout=5.0) == set()
+        later = ctx.call(forks_fns.run_staying, 'later')
+        assert later[:2] == (3, 'later') and later[2] != changed[2]
+        assert ctx.call(forks_fns.staying_counts)['stayed'] == 0
+
+
+def test_work_that_may_not_stay_goes_to_the_pristine_spare():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        kept = ctx.call(forks_fns.run_staying, 'one')[2]
+        alone = ctx.call(forks_fns.run_staying, 'alone')
+        assert alone[:2] == (3, 'alone') and alone[2] != kept
+        assert ctx.call(forks_fns.run_staying, 'two')[2] == kept
+        assert ctx.call(forks_fns.staying_counts) == {
+            'fresh': 1, 'spare': 2, 'discarded': 0, 'stayed': 1}
+
+
+def test_a_kept_child_goes_when_the_context_changes_not_when_it_warms():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        kept = ctx.call(forks_fns.run_staying, 'one')[2]
+        ctx.call(forks_fns.staying_warmed)
+        assert ctx.call(forks_fns.run_staying, 'two')[2] == kept
+        ctx.call(forks_fns.staying_invalidate)
+        assert ctx.call(forks_fns.run_staying, 'three')[2] != kept
+        assert procs.wait_gone([kept], timeout=5.0) == set()
+
+
+def test_a_kept_child_killed_in_its_work_reports_the_signal():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        kept = ctx.call(forks_fns.run_staying, 'one')[2]
+        assert ctx.call(forks_fns.run_staying, 'die')[0] == -signal.SIGKILL
+        assert procs.wait_gone([kept], timeout=5.0) == set()
+        assert ctx.call(forks_fns.run_staying, 'next')[:2] == (3, 'next')
+
+
+def test_no_child_stays_on_python_2():
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('2.7'))
+        pids = {ctx.call(forks_fns.run_staying, name)[2]
+                for name in ('a', 'b', 'c')}
+        assert len(pids) == 3
+        assert ctx.call(forks_fns.staying_counts)['stayed'] == 0

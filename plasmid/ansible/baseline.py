@@ -1,0 +1,134 @@
+"""What a module process that stays for the next task puts back, and what
+it checks, between tasks.
+
+Shipped into target contexts with ``forks.py``: stdlib-only, and Python
+2.7-compatible in syntax (a process stays only on Python 3.8+, see
+``forks.can_stay``).
+
+A :class:`Baseline` is taken once, in a spare module process before its
+first task, so it describes exactly what a fresh fork of the context would
+start from.  After each task :meth:`Baseline.restore` puts back what a
+module sets for itself as a matter of course (the environment ansible-core
+passes it, the working directory, umask, locale, argv, import hooks,
+``sys.excepthook``, the standard streams, warnings filters, the root
+logger, the open-files limit) and then checks what it cannot put back:
+signal handlers, threads, open descriptors, user and group ids, the
+import path, and that every module loaded before the task is still the
+same object.  Anything different, and the process leaves instead of
+serving again: the next task gets a fresh fork, as every task did before.
+
+What a module changes inside the globals of shared code is not checked
+here (a look at every global costs ~10 ms, more than a fork): which
+modules may stay at all is decided by measurement (``target.py``).
+"""
+from __future__ import absolute_import
+import locale
+import logging
+import os
+import signal
+import sys
+import threading
+import warnings
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not on POSIX
+    resource = None
+
+_SIGNALS = [n for n in range(1, getattr(signal, 'NSIG', 65))
+            if n not in (signal.SIGKILL, signal.SIGSTOP)]
+
+
+def _handlers():
+    found = []
+    for signum in _SIGNALS:
+        try:
+            found.append(signal.getsignal(signum))
+        except (ValueError, OSError):
+            found.append(None)
+    return found
+
+
+def _fds():
+    return sorted(os.listdir('/proc/self/fd'))
+
+
+def _threads():
+    return (threading.active_count(), len(os.listdir('/proc/self/task')))
+
+
+def _ids():
+    return (os.getresuid(), os.getresgid(), sorted(os.getgroups()))
+
+
+def _nofile():
+    if resource is None:
+        return None
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+class Baseline(object):
+    """The state of this process before its first task."""
+
+    def __init__(self):
+        self.environ = dict(os.environ)
+        self.cwd = os.getcwd()
+        self.umask = os.umask(0o22)
+        os.umask(self.umask)
+        self.locale = locale.setlocale(locale.LC_ALL, None)
+        self.argv = list(sys.argv)
+        self.meta_path = list(sys.meta_path)
+        self.path = list(sys.path)
+        self.path_hooks = list(sys.path_hooks)
+        self.excepthook = sys.excepthook
+        self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        self.filters = list(warnings.filters)
+        self.root = (list(logging.root.handlers), logging.root.level)
+        self.nofile = _nofile()
+        self.handlers = _handlers()
+        self.threads = _threads()
+        self.ids = _ids()
+        self.fds = _fds()
+        self.modules = dict(sys.modules)
+
+    def restore(self):
+        """Put back what a task changes as a matter of course; then True
+        if the process is as it was."""
+        try:
+            self._put_back()
+        except (OSError, ValueError, locale.Error):
+            return False
+        return (self.handlers == _handlers() and
+                self.threads == _threads() and
+                self.ids == _ids() and
+                self.fds == _fds() and
+                self.path == sys.path and
+                self.path_hooks == sys.path_hooks and
+                self._same_modules())
+
+    def _put_back(self):
+        if os.environ != self.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
+        os.chdir(self.cwd)
+        os.umask(self.umask)
+        if locale.setlocale(locale.LC_ALL, None) != self.locale:
+            locale.setlocale(locale.LC_ALL, self.locale)
+        sys.argv[:] = self.argv
+        sys.meta_path[:] = self.meta_path
+        sys.excepthook = self.excepthook
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        if warnings.filters != self.filters:
+            warnings.filters[:] = self.filters
+            warnings._filters_mutated()
+        logging.root.handlers[:] = self.root[0]
+        logging.root.setLevel(self.root[1])
+        if self.nofile is not None and _nofile() != self.nofile:
+            resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
+
+    def _same_modules(self):
+        modules = sys.modules
+        for name, module in self.modules.items():
+            if modules.get(name) is not module:
+                return False
+        return True

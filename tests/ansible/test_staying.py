@@ -1,0 +1,69 @@
+"""The modules that may run in a module process an earlier task of theirs
+ran in (``target.STAYING_MODULES``), checked on each release: one run
+leaves in its process only what every run sets anew or ``baseline.py``
+puts back, and a process that stayed runs the next task with that task's
+arguments."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+import plasmid
+from plasmid.ansible import target
+from testbed.pythons import require_python
+
+import module_state_fns
+from module_scripts import add_script, record_script, warm_context
+
+# Each module of STAYING_MODULES (shell is command), with arguments
+# that make it do its work; {work} is a scratch directory.
+RUNS = {'command': '/bin/true', 'shell': 'echo hi',
+        'stat': 'path=/etc/hostname', 'file': 'path={work}/touched state=touch',
+        'lineinfile': 'path={work}/lines line=a create=true', 'ping': ''}
+
+# What a module run may change in its process: the arguments ansible-core's
+# runners set for each run, and what baseline.py puts back.
+SET_BY_EVERY_RUN = {
+    'ansible.module_utils.basic._ANSIBLE_ARGS',
+    'ansible.module_utils.basic._ANSIBLE_PROFILE',
+    'ansible.module_utils.basic._PARSED_MODULE_ARGS',
+    'sys.argv', 'sys.meta_path', 'sys.excepthook', 'process: locale'}
+
+
+def test_every_staying_module_is_measured():
+    assert {'ansible.modules.' + name for name in RUNS
+            if name != 'shell'} == set(target.STAYING_MODULES)
+
+
+@pytest.mark.parametrize('module', sorted(RUNS))
+def test_a_staying_module_leaves_nothing_the_next_run_would_see(
+        ansible_bin, tmp_path, module):
+    python = require_python('3.11')
+    args = RUNS[module].format(work=tmp_path)
+    script = record_script(os.path.dirname(ansible_bin), python, args,
+                           str(tmp_path / 'record'), module)
+    with plasmid.Router() as router:
+        ctx, digest, job = warm_context(router, python, script)
+        report = ctx.call(module_state_fns.runs_in_one_process, digest, job,
+                          0, 1)
+    assert report['statuses'] == [0]
+    assert set(report['left by the first run']) <= SET_BY_EVERY_RUN
+
+
+def test_a_process_that_stayed_runs_each_task_with_its_own_arguments(
+        ansible_bin, tmp_path):
+    python = require_python('3.11')
+    scripts = [record_script(os.path.dirname(ansible_bin), python,
+                             'echo %s' % word, str(tmp_path / word))
+               for word in ('one', 'two')]
+    with plasmid.Router() as router:
+        ctx, *first = warm_context(router, python, scripts[0])
+        second = add_script(ctx, scripts[1])  # 2.18's zip holds them
+        before = ctx.call(target.fork_counts)['stayed']
+        answers = [ctx.call(target.run_module, *job)
+                   for job in (first, second, first, second)]
+        assert ctx.call(target.fork_counts)['stayed'] >= before + 2
+    assert [json.loads(out)['stdout'] for _, out, _ in answers] == [
+        'one', 'two', 'one', 'two']
