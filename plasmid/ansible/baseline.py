@@ -11,15 +11,19 @@ start from.  After each task :meth:`Baseline.restore` puts back what a
 module sets for itself as a matter of course (the environment ansible-core
 passes it, the working directory, umask, locale, argv, import hooks,
 ``sys.excepthook``, the standard streams, warnings filters, the root
-logger, the open-files limit) and then checks what it cannot put back:
-signal handlers, threads, open descriptors, user and group ids, the
-import path, and that every module loaded before the task is still the
-same object.  Anything different, and the process leaves instead of
-serving again: the next task gets a fresh fork, as every task did before.
+logger, the open-files limit) and every global of every module loaded
+before the task that the task rebound or added (ansible-core's runners set
+the arguments there); then it checks what it cannot put back: signal
+handlers, threads, open descriptors, user and group ids, the import path,
+that every module loaded before is still the same object, and that every
+list, dict and set among those globals kept its length (a warning
+recorded for the result, a cache filled).  Anything different, and the
+process leaves instead of serving again: the next task gets a fresh fork,
+as every task did before.
 
-What a module changes inside the globals of shared code is not checked
-here (a look at every global costs ~10 ms, more than a fork): which
-modules may stay at all is decided by measurement (``target.py``).
+A change inside an object that keeps its size, or in a C extension, is
+not seen here: which modules may stay at all is decided by measurement
+(``target.py``).
 """
 from __future__ import absolute_import
 import locale
@@ -61,6 +65,29 @@ def _ids():
     return (os.getresuid(), os.getresgid(), sorted(os.getgroups()))
 
 
+def _containers(globals_of):
+    """Each list, dict and set among *globals_of*'s values, with its length;
+    but the import system's own tables, which grow as a task imports."""
+    found = []
+    for names in globals_of.values():
+        for value in names.values():
+            if type(value) in (list, dict, set) and \
+                    value is not sys.modules and \
+                    value is not sys.path_importer_cache:
+                found.append((value, len(value)))
+    return found
+
+
+def _globals():
+    """Each loaded module's globals dict, by module name."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        names = getattr(module, '__dict__', None)
+        if type(names) is dict:
+            found[name] = names
+    return found
+
+
 def _nofile():
     if resource is None:
         return None
@@ -90,6 +117,10 @@ class Baseline(object):
         self.ids = _ids()
         self.fds = _fds()
         self.modules = dict(sys.modules)
+        self.globals = _globals()
+        self.bindings = dict((name, dict(names))
+                             for name, names in self.globals.items())
+        self.containers = _containers(self.globals)
 
     def restore(self):
         """Put back what a task changes as a matter of course; then True
@@ -104,7 +135,9 @@ class Baseline(object):
                 self.fds == _fds() and
                 self.path == sys.path and
                 self.path_hooks == sys.path_hooks and
-                self._same_modules())
+                self._same_modules() and
+                self._put_back_globals() and
+                self._same_sizes())
 
     def _put_back(self):
         if os.environ != self.environ:
@@ -125,6 +158,29 @@ class Baseline(object):
         logging.root.setLevel(self.root[1])
         if self.nofile is not None and _nofile() != self.nofile:
             resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
+
+    def _put_back_globals(self):
+        """Rebind what a task rebound among the globals of the modules
+        loaded before it, and drop what it added; True once done."""
+        for name, names in self.globals.items():
+            then = self.bindings[name]
+            try:
+                if names == then:  # identical values compare at C speed
+                    continue
+            except Exception:  # a rebound value whose == raises
+                pass
+            for key in [k for k in names if k not in then]:
+                del names[key]
+            for key, value in then.items():
+                if names.get(key, then) is not value:
+                    names[key] = value
+        return True
+
+    def _same_sizes(self):
+        for value, size in self.containers:
+            if len(value) != size:
+                return False
+        return True
 
     def _same_modules(self):
         modules = sys.modules

@@ -53,8 +53,14 @@ _FRAME = struct.Struct('>QQQ')  # a staying child's report: its three parts
 
 def can_stay():
     """Whether a module process may stay here: its output needs in-memory
-    files, its checks ``/proc``."""
-    return hasattr(os, 'memfd_create') and os.path.isdir('/proc/self/fd')
+    files (which an old kernel may refuse), its checks ``/proc``."""
+    if not (hasattr(os, 'memfd_create') and os.path.isdir('/proc/self/fd')):
+        return False
+    try:
+        os.close(os.memfd_create('plasmid-probe'))
+    except OSError:
+        return False
+    return True
 
 
 class Child(object):
@@ -295,17 +301,27 @@ def _serve_jobs(job_r, names_w, entry):  # pragma: no cover - in a spare
         os.close(job_r)
         entry(payload)
         return
-    state = baseline.Baseline()
+    state = _baseline()
     before = set(sys.modules)
     while True:
         status, out, err = _run_in_memory(lambda: entry(payload))
         names = [n for n in list(sys.modules) if n not in before]
         before.update(names)
-        stays = state.restore()
+        # A module imported in the task has its state after it: leave.
+        stays = state is not None and not names and state.restore()
         _write_frame(names_w, (status, names, stays), out, err)
         if not stays:
             os._exit(status)
         stay, payload = _read_job(job_r)
+
+
+def _baseline():  # pragma: no cover - in a spare child
+    """This process's state before its first task; None if it cannot be
+    read here (the task runs, and the process leaves after it)."""
+    try:
+        return baseline.Baseline()
+    except Exception:
+        return None
 
 
 def _read_job(job_r):  # pragma: no cover - in a spare child

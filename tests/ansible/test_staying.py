@@ -67,3 +67,22 @@ def test_a_process_that_stayed_runs_each_task_with_its_own_arguments(
         assert ctx.call(target.fork_counts)['stayed'] >= before + 2
     assert [json.loads(out)['stdout'] for _, out, _ in answers] == [
         'one', 'two', 'one', 'two']
+
+
+def test_a_warning_a_task_left_does_not_reach_the_next(ansible_bin,
+                                                        tmp_path):
+    """ansible-core keeps a module's warnings in a module global until the
+    result is written: a process holding one leaves."""
+    python = require_python('3.11')
+    venv = os.path.dirname(ansible_bin)
+    warns = record_script(venv, python, 'executable=/bin/sh /bin/true',
+                          str(tmp_path / 'warns'))
+    plain = record_script(venv, python, '/bin/true', str(tmp_path / 'plain'))
+    with plasmid.Router() as router:
+        ctx, *quiet = warm_context(router, python, plain)
+        loud = add_script(ctx, warns)
+        answers = [ctx.call(target.run_module, *job)
+                   for job in (quiet, quiet, loud, quiet, quiet)]
+    results = [json.loads(out) for _, out, _ in answers]
+    assert [bool(r.get('warnings')) for r in results] == [
+        False, False, True, False, False]
