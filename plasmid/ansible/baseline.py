@@ -107,8 +107,6 @@ class Baseline(object):
         self.meta_path = list(sys.meta_path)
         self.path = list(sys.path)
         self.path_hooks = list(sys.path_hooks)
-        self.excepthook = sys.excepthook
-        self.streams = (sys.stdin, sys.stdout, sys.stderr)
         self.filters = list(warnings.filters)
         self.root = (list(logging.root.handlers), logging.root.level)
         self.nofile = _nofile()
@@ -126,6 +124,7 @@ class Baseline(object):
         """Put back what a task changes as a matter of course; then True
         if the process is as it was."""
         try:
+            self._put_back_globals()
             self._put_back()
         except (OSError, ValueError, locale.Error):
             return False
@@ -136,10 +135,11 @@ class Baseline(object):
                 self.path == sys.path and
                 self.path_hooks == sys.path_hooks and
                 self._same_modules() and
-                self._put_back_globals() and
                 self._same_sizes())
 
     def _put_back(self):
+        """What changes in place (the globals are bound again already:
+        ``sys.argv``, ``sys.stdout``, ``sys.excepthook`` among them)."""
         if os.environ != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
@@ -149,8 +149,6 @@ class Baseline(object):
             locale.setlocale(locale.LC_ALL, self.locale)
         sys.argv[:] = self.argv
         sys.meta_path[:] = self.meta_path
-        sys.excepthook = self.excepthook
-        sys.stdin, sys.stdout, sys.stderr = self.streams
         if warnings.filters != self.filters:
             warnings.filters[:] = self.filters
             warnings._filters_mutated()
@@ -161,7 +159,7 @@ class Baseline(object):
 
     def _put_back_globals(self):
         """Rebind what a task rebound among the globals of the modules
-        loaded before it, and drop what it added; True once done."""
+        loaded before it, and drop what it added."""
         for name, names in self.globals.items():
             then = self.bindings[name]
             try:
@@ -174,7 +172,6 @@ class Baseline(object):
             for key, value in then.items():
                 if names.get(key, then) is not value:
                     names[key] = value
-        return True
 
     def _same_sizes(self):
         for value, size in self.containers:
