@@ -34,11 +34,6 @@ def _live_children_usage():
     return cpu, faults
 
 
-def fork_each_run():
-    """In the context: no module process stays for the next run."""
-    from plasmid.ansible import target
-    target._FORKER.may_stay = None
-
 
 def context_usage():
     """(CPU seconds of the waited-for children, their minor faults, CPU

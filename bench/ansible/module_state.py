@@ -5,18 +5,20 @@ the next task in that same process would cost.
         [--python /usr/bin/python3] [--runs 100]
         [--module 'command /bin/true' ...]
 
-Today every task runs in a fresh fork of its warm context (``forks.py``),
-so nothing a module changes reaches the next task.  This measures the
-alternative the issue names, a module process that stays for the next
-task: per module (default: command, shell, stat, file, lineinfile, ping,
-setup), ansible-core (--venv) builds the pipelined script as
-``module_run.py`` does; a local context on --python holds its zip; the
+A task runs in a fresh fork of its warm context (``forks.py``), so nothing
+a module changes reaches the next task, unless its module is one of
+``target.STAYING_MODULES``, chosen with this measurement: those run in a
+module process that stays for the next of them.  Per module (default:
+command, shell, stat, file, lineinfile, ping, setup), ansible-core
+(--venv) builds the pipelined script as ``module_run.py`` does; a local context on --python holds its zip; the
 context forks one process, which runs the module again and again in
 itself (``tests/ansible/module_state_fns.py``).  Printed per module:
 
 - CPU per run in that one process (the module, what it ran) against a
   fork per run (``module_run.time_plasmid``: the module process plus the
-  context's own share);
+  context's own share), and as ``target.run_module`` runs it now (a
+  module of ``target.STAYING_MODULES`` in a process that stays, with
+  ``baseline.py``'s checks; any other forked);
 - what the first run left that the process did not hold before it: the
   globals of every loaded module (rebound, or a container or object that
   changed size), modules imported, and the process's own state
@@ -65,8 +67,9 @@ def measure(venv: str, python: str, spec: str, work: str,
         ctx, digest, to_target = warm_context(router, python, script)
         report = ctx.call(module_state_fns.runs_in_one_process, digest,
                           to_target, 5, runs)
-    forked = module_run.time_plasmid(python, script, runs)
-    report['forked cpu ms'] = forked['cpu'] + forked['context_cpu']
+    for key, fork_each in (('forked', True), ('as run', False)):
+        row = module_run.time_plasmid(python, script, runs, fork_each)
+        report[key + ' cpu ms'] = row['cpu'] + row['context_cpu']
     return report
 
 
@@ -89,10 +92,11 @@ def main() -> None:
             print('\n## %s' % spec)
             print('exit statuses: %s' % report['statuses'])
             print('CPU per run: %.2f ms in one process, %.2f ms forked '
-                  '(%.1fx); %.0f minor faults per run in one process'
+                  '(%.1fx); %.0f minor faults per run in one process; '
+                  '%.2f ms as target.run_module runs it now'
                   % (report['cpu ms'], report['forked cpu ms'],
                      report['forked cpu ms'] / report['cpu ms'],
-                     report['faults']))
+                     report['faults'], report['as run cpu ms']))
             print('fingerprint of the process: %.1f ms'
                   % report['fingerprint ms'])
             for heading in ('left by the first run',

@@ -96,9 +96,12 @@ class Broker:
 
     def __init__(self, router: plasmid.Router,
                  hold_above: int = HOLD_ABOVE,
-                 lane_idle: float = LANE_IDLE) -> None:
+                 lane_idle: float = LANE_IDLE,
+                 staying: bool = True) -> None:
         self.pool = Pool(router, lane_idle)
         self.hold_above = min(hold_above, CONTEXT_MAX_MESSAGE // 2)
+        # Off: no module process stays for a later task (target.py).
+        self.staying = staying
         self.zips = zips.ZipStore()
         # What crossed to the targets, for tests and benchmarks: module
         # runs, shell commands (hosted or as given), zips, files, contexts.
@@ -308,6 +311,8 @@ class Broker:
         found = self._module_context(spec, python)
         self._ensure_zip(found, digest, files, job['module_fqn'])
         self.counts['module_runs'] += 1
+        if not self.staying:
+            job = dict(job, stay=False)
         return self._whole(spec, found, self._call(
             spec, found, target.run_module, digest, job, self.hold_above))
 
@@ -683,7 +688,7 @@ def main(argv: list[str]) -> int:
     server.listen(128)
 
     broker = Broker(router, hold_above_from(os.environ),
-                    lane_idle_from(os.environ))
+                    lane_idle_from(os.environ), staying_from(os.environ))
     broker.pool.start_shutting_idle_lanes()
 
     def stop() -> None:
@@ -719,6 +724,24 @@ def lane_idle_from(environ: dict) -> float:
     return tuning_from(environ, 'PLASMID_ANSIBLE_LANE_IDLE', LANE_IDLE, float,
                        lambda value: value >= 0,
                        'a number of seconds from 0 up')
+
+
+def staying_from(environ: dict) -> bool:
+    """PLASMID_ANSIBLE_STAYING (``on`` or ``off``; also 1/0, yes/no,
+    true/false), else on: whether a module process may stay for a later
+    task of a measured module (``target.STAYING_MODULES``).  Off, every
+    module runs in a fresh fork.  See :func:`tuning_from`."""
+    return tuning_from(environ, 'PLASMID_ANSIBLE_STAYING', True, _switch,
+                       lambda value: True, 'on or off')
+
+
+def _switch(text: str) -> bool:
+    word = text.strip().lower()
+    if word in ('1', 'on', 'yes', 'true'):
+        return True
+    if word in ('0', 'off', 'no', 'false'):
+        return False
+    raise ValueError(text)
 
 
 def tuning_from(environ: dict, name: str, default: Any,

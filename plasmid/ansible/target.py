@@ -255,7 +255,8 @@ STAYING_MODULES = frozenset('ansible.modules.' + name for name in (
 
 def _may_stay(payload):
     digest, job, stale = payload
-    return job['module_fqn'] in STAYING_MODULES and not stale
+    return job['module_fqn'] in STAYING_MODULES and not stale and \
+        job.get('stay', True)  # the broker's PLASMID_ANSIBLE_STAYING
 
 
 _FORKER = forks.Forker(_run_in_child, _may_stay)

@@ -309,6 +309,14 @@ def test_lane_idle_comes_from_the_environment(text, expected):
     assert broker.lane_idle_from(environ) == expected
 
 
+@pytest.mark.parametrize('text, expected', [
+    (None, True), ('off', False), ('0', False), (' No ', False),
+    ('on', True), ('true', True), ('sometimes', True)])
+def test_staying_comes_from_the_environment(text, expected):
+    environ = {} if text is None else {'PLASMID_ANSIBLE_STAYING': text}
+    assert broker.staying_from(environ) is expected
+
+
 def test_hold_above_stays_under_the_bound_on_one_message():
     with plasmid.Router() as router:
         serving = broker.Broker(router, hold_above=1 << 40)

@@ -86,3 +86,21 @@ def test_a_warning_a_task_left_does_not_reach_the_next(ansible_bin,
     results = [json.loads(out) for _, out, _ in answers]
     assert [bool(r.get('warnings')) for r in results] == [
         False, False, True, False, False]
+
+
+def test_a_job_the_broker_marks_not_to_stay_runs_in_a_fresh_fork(
+        newest_ansible_bin, tmp_path):
+    """What PLASMID_ANSIBLE_STAYING=off makes of every module job."""
+    python = require_python('3.11')
+    script = record_script(os.path.dirname(newest_ansible_bin), python,
+                           '/bin/true', str(tmp_path / 'record'))
+    with plasmid.Router() as router:
+        ctx, digest, job = warm_context(router, python, script)
+        job = dict(job, stay=False)
+        before = ctx.call(target.fork_counts)
+        for _ in range(3):
+            assert ctx.call(target.run_module, digest, job)[0] == 0
+        after = ctx.call(target.fork_counts)
+    assert after['stayed'] == before['stayed']
+    assert after['spare'] + after['fresh'] == \
+        before['spare'] + before['fresh'] + 3
