@@ -14,9 +14,10 @@ passes it, the working directory, umask, locale, argv, import hooks,
 logger, the open-files limit) and every global of every module loaded
 before the task that the task rebound or added (ansible-core's runners set
 the arguments there); then it checks what it cannot put back: signal
-handlers, threads, open descriptors, user and group ids, the import path,
-that every module loaded before is still the same object, and that every
-list, dict and set among those globals kept its length (a warning
+handlers, threads, open descriptors, user and group ids, the interpreter's
+trace and profile hooks, recursion limit and switch interval, the import
+path, that every module loaded before is still the same object, and that
+every list, dict and set among those globals kept its length (a warning
 recorded for the result, a cache filled).  Anything different, and the
 process leaves instead of serving again: the next task gets a fresh fork,
 as every task did before.
@@ -43,7 +44,8 @@ _SIGNALS = [n for n in range(1, getattr(signal, 'NSIG', 65))
             if n not in (signal.SIGKILL, signal.SIGSTOP)]
 
 
-def _handlers():
+def signal_handlers():
+    """Every catchable signal's handler."""
     found = []
     for signum in _SIGNALS:
         try:
@@ -53,16 +55,26 @@ def _handlers():
     return found
 
 
-def _fds():
+def open_fds():
+    """This process's open descriptors."""
     return sorted(os.listdir('/proc/self/fd'))
 
 
-def _threads():
+def threads():
+    """Python's threads, and the kernel's (a C extension's own)."""
     return (threading.active_count(), len(os.listdir('/proc/self/task')))
 
 
-def _ids():
+def ids():
+    """Real, effective and saved user and group ids; groups."""
     return (os.getresuid(), os.getresgid(), sorted(os.getgroups()))
+
+
+def interpreter_settings():
+    """What ``sys`` holds outside its globals: trace and profile hooks,
+    the recursion limit, the thread switch interval."""
+    return (sys.gettrace(), sys.getprofile(), sys.getrecursionlimit(),
+            sys.getswitchinterval())
 
 
 def _containers(globals_of):
@@ -110,10 +122,11 @@ class Baseline(object):
         self.filters = list(warnings.filters)
         self.root = (list(logging.root.handlers), logging.root.level)
         self.nofile = _nofile()
-        self.handlers = _handlers()
-        self.threads = _threads()
-        self.ids = _ids()
-        self.fds = _fds()
+        self.handlers = signal_handlers()
+        self.threads = threads()
+        self.ids = ids()
+        self.fds = open_fds()
+        self.settings = interpreter_settings()
         self.modules = dict(sys.modules)
         self.globals = _globals()
         self.bindings = dict((name, dict(names))
@@ -128,10 +141,11 @@ class Baseline(object):
             self._put_back()
         except (OSError, ValueError, locale.Error):
             return False
-        return (self.handlers == _handlers() and
-                self.threads == _threads() and
-                self.ids == _ids() and
-                self.fds == _fds() and
+        return (self.handlers == signal_handlers() and
+                self.threads == threads() and
+                self.ids == ids() and
+                self.fds == open_fds() and
+                self.settings == interpreter_settings() and
                 self.path == sys.path and
                 self.path_hooks == sys.path_hooks and
                 self._same_modules() and

@@ -1,16 +1,17 @@
 """What bench/ansible/module_state.py runs in its context: one module run
 after another in a single process forked from the context, with what each
-run leaves behind in that process.  Shipped alone to the context."""
+run leaves behind in that process.  Shipped alone to the context, where
+it reads more than ``baseline.py`` checks after a task, with its help."""
 import atexit
 import locale
 import logging
 import os
 import resource
-import signal
 import socket
 import sys
-import threading
 import warnings
+
+from plasmid.ansible import baseline
 
 
 def _shape(value):
@@ -35,16 +36,14 @@ def _process_state():
         'environ': dict(os.environ),
         'cwd': os.getcwd(),
         'umask': umask,
-        'signal handlers': [signal.getsignal(n) for n in range(1, signal.NSIG)
-                            if n not in (signal.SIGKILL, signal.SIGSTOP)],
-        'open fds': sorted(os.listdir('/proc/self/fd')),
-        'threads': (threading.active_count(),
-                    len(os.listdir('/proc/self/task'))),
+        'signal handlers': baseline.signal_handlers(),
+        'open fds': baseline.open_fds(),
+        'threads': baseline.threads(),
         'locale': locale.setlocale(locale.LC_ALL, None),
         'rlimits': [resource.getrlimit(getattr(resource, name))
                     for name in sorted(dir(resource))
                     if name.startswith('RLIMIT_')],
-        'ids': (os.getresuid(), os.getresgid(), os.getgroups()),
+        'ids': baseline.ids(),
         'warnings filters': list(warnings.filters),
         'logging root': (list(logging.root.handlers), logging.root.level),
         'socket timeout': socket.getdefaulttimeout(),

@@ -136,7 +136,7 @@ def test_a_child_stays_for_work_that_may_stay_and_puts_back_its_state():
         assert big[2] == env[2] and big[5] > 3 << 20
 
 
-@pytest.mark.parametrize('change', ['signal', 'thread'])
+@pytest.mark.parametrize('change', ['signal', 'thread', 'trace'])
 def test_a_child_that_finds_itself_changed_leaves(change):
     with plasmid.Router() as router:
         ctx = staying_context(router)
