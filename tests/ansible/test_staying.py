@@ -20,8 +20,10 @@ from module_scripts import add_script, record_script, warm_context
 # Each module of STAYING_MODULES (shell is command), with arguments
 # that make it do its work; {work} is a scratch directory.
 RUNS = {'command': '/bin/true', 'shell': 'echo hi',
-        'stat': 'path=/etc/hostname', 'file': 'path={work}/touched state=touch',
-        'lineinfile': 'path={work}/lines line=a create=true', 'ping': ''}
+        'copy': 'src=/etc/hostname dest={work}/copied remote_src=true',
+        'file': 'path={work}/touched state=touch',
+        'lineinfile': 'path={work}/lines line=a create=true', 'ping': '',
+        'slurp': 'src=/etc/hostname', 'stat': 'path=/etc/hostname'}
 
 # What a module run may change in its process: the arguments ansible-core's
 # runners set for each run, and what baseline.py puts back.
