@@ -195,6 +195,8 @@ class Forker(object):
     def _then_spare(self, then):
         if then is not None:
             then()
+        if self.kept is not None and not self._current(self.kept):
+            self._discard(self.kept)  # it could serve no task now
         try:
             self.prepare_spare()
         except OSError as exc:  # out of processes: fork on demand instead
