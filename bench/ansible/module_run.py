@@ -2,7 +2,7 @@
 
     python3 bench/ansible/module_run.py [--venv /opt/ansible/2.21]
         [--python /usr/bin/python3] [--runs 200] [--module command]
-        [--args /bin/true]
+        [--args /bin/true] [--gap-ms 0]
 
 What a task costs the target machine, which ansible-playbook's own time
 hides: ansible-core (from --venv) builds the pipelined AnsiballZ script of
@@ -26,7 +26,11 @@ page faults; for plasmid also the CPU of
 the context itself (the call, the fork, reading the answer, forking the
 next spare), which lives for the whole run where vanilla's interpreter
 is the child.  The CPU ratio compares all of each.  No ssh: the network,
-sshd and the broker are not in these figures.
+sshd and the broker are not in these figures.  ``--gap-ms`` waits that
+long before each plasmid run, as a real controller does between a host's
+tasks (ansible-playbook's own work, the network): what a context does
+after its answer (forking the next spare, the staying process's check)
+then leaves the run's wall time, as it does in a playbook.
 """
 from __future__ import annotations
 
@@ -67,8 +71,9 @@ def time_vanilla(python: str, script: bytes, runs: int) -> dict:
 
 
 def time_plasmid(python: str, script: bytes, runs: int,
-                 fork_each: bool = False) -> dict:
-    """*fork_each*: no module process stays for the next run."""
+                 fork_each: bool = False, gap: float = 0.0) -> dict:
+    """*fork_each*: no module process stays for the next run; *gap*:
+    seconds to wait before each run, not counted."""
     walls = []
     with plasmid.Router() as router:
         ctx, digest, to_target = warm_context(router, python, script)
@@ -76,6 +81,8 @@ def time_plasmid(python: str, script: bytes, runs: int,
             to_target = dict(to_target, stay=False)
         cpu0, faults0, own0 = ctx.call(module_run_fns.context_usage)
         for _ in range(runs):
+            if gap:
+                time.sleep(gap)
             started = time.perf_counter()
             ctx.call(target.run_module, digest, to_target)
             walls.append(time.perf_counter() - started)
@@ -104,6 +111,9 @@ def main() -> None:
                         help='the module to run (default %(default)s)')
     parser.add_argument('--args', default='/bin/true',
                         help="its arguments, as ansible's -a takes them")
+    parser.add_argument('--gap-ms', type=float, default=0.0,
+                        help='wait before each plasmid run (default '
+                        '%(default)s): the controller\'s time between tasks')
     args = parser.parse_args()
     print('# one module run on the target -- %s' % machine_line())
     work = tempfile.mkdtemp(prefix='plasmid-module-run-')
@@ -112,14 +122,18 @@ def main() -> None:
                                args.module)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print('# %s: %s, built by %s, run by %s; %d runs each, medians'
-          % (args.module, args.args, args.venv, args.python, args.runs))
+    print('# %s: %s, built by %s, run by %s; %d runs each, medians; '
+          '%.1f ms before each plasmid run' % (
+              args.module, args.args, args.venv, args.python, args.runs,
+              args.gap_ms))
+    gap = args.gap_ms / 1e3
     rows = [('vanilla (python < script)',
              time_vanilla(args.python, script, args.runs)),
             ('plasmid (target.run_module)',
-             time_plasmid(args.python, script, args.runs)),
+             time_plasmid(args.python, script, args.runs, gap=gap)),
             ('plasmid, a fork per run',
-             time_plasmid(args.python, script, args.runs, fork_each=True))]
+             time_plasmid(args.python, script, args.runs, fork_each=True,
+                          gap=gap))]
     print('%-30s %10s %8s %16s %14s %18s' % (
         'peer', 'wall ms', 'p10 ms', 'child CPU ms', 'minor faults',
         'context CPU ms'))

@@ -34,10 +34,10 @@ def _live_children_usage():
     return cpu, faults
 
 
-
 def context_usage():
-    """(CPU seconds of the waited-for children, their minor faults, CPU
-    seconds of this process itself): in the context, the module processes,
+    """(CPU seconds of this process's children, waited-for and alive, their
+    minor faults, CPU seconds of this process itself): in the context, the
+    module processes,
     and its own share of each run (the call, the fork, reading the
     child's answer, the next spare's fork)."""
     import resource

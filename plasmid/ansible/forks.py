@@ -25,8 +25,10 @@ zombie on the target while its context waits for the next task.
 A spare may also *stay* for later tasks, where the caller's ``may_stay``
 says a payload allows it (on Linux, Python 3.8+): its task's output goes
 to in-memory files instead of the pipes, comes back with the status in
-one frame, and the child, having put its state back and found it as it
-was (``baseline.py``), waits for the next such task; a fork and a child's
+one frame; then the child puts its state back and, having found it as
+it was (``baseline.py``), says so with one more byte and waits for the
+next such task.  The answer does not wait for that check: the context
+reads the verdict once its reply has gone out.  A fork and a child's
 first writes cost several times what most modules do.  A child that
 stayed is *kept*: it serves only payloads that may stay (any other gets
 the pristine spare), and a change that merely warms the context
@@ -49,6 +51,7 @@ from plasmid.core.waiting import wait_for
 LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')
 _FRAME = struct.Struct('>QQQ')  # a staying child's report: its three parts
+_STAYS = b'+'  # after its frame, a staying child that may serve again says so
 
 
 def can_stay():
@@ -75,6 +78,7 @@ class Child(object):
         self.generation = None   # spares only: the state they forked from
         self.warmth = None       # spares only: how warm the context was
         self.staying = False     # it stayed after a task, for more
+        self.verdict_due = False  # it has yet to say whether it stays
 
     def fds(self):
         return [fd for fd in (self.out_r, self.err_r, self.names_r,
@@ -154,6 +158,8 @@ class Forker(object):
     def _hand_to_spare(self, payload, stay):
         """Give *payload* to the kept child (if it may stay) or the spare;
         None if neither can take it."""
+        if stay:
+            self._settle_kept()
         for child in ([self.kept] if stay else []) + [self.spare]:
             if child is None:
                 continue
@@ -195,6 +201,7 @@ class Forker(object):
     def _then_spare(self, then):
         if then is not None:
             then()
+        self._settle_kept()
         if self.kept is not None and not self._current(self.kept):
             self._discard(self.kept)  # it could serve no task now
         try:
@@ -249,19 +256,19 @@ class Forker(object):
 
     def _collect_frame(self, child):
         """A staying child's report: status, output, modules imported;
-        it is kept if it said it stays."""
+        it is kept if it said it may stay."""
         for fd in (child.out_r, child.err_r):
             if fd is not None:  # the task's output comes in the frame
                 os.close(fd)
         child.out_r = child.err_r = None
         frame = _read_frame(child.names_r)
         if frame is None:  # it died in the task: say how
-            status, out, err, names, stays = _wait(child.pid), b'', b'', \
-                [], False
+            status, out, err, names, may_stay = _wait(child.pid), b'', \
+                b'', [], False
         else:
-            status, out, err, names, stays = frame
-        if stays:
-            child.staying = True
+            status, out, err, names, may_stay = frame
+        if may_stay:  # its verdict follows (_settle_kept)
+            child.staying = child.verdict_due = True
             self.kept = child
         else:
             for fd in child.fds():
@@ -270,6 +277,22 @@ class Forker(object):
             if frame is not None:
                 self.unreaped.append(child.pid)
         return status, out, err, names
+
+    def _settle_kept(self):
+        """Read the kept child's verdict on its last task, if it has yet
+        to be read: it stays, or it has left (its pipe's end) and is let
+        go.  It comes within the check's time after the answer."""
+        child = self.kept
+        if child is None or not child.verdict_due:
+            return
+        child.verdict_due = False
+        if _read_exactly(child.names_r, len(_STAYS)) == _STAYS:
+            return
+        self.kept = None
+        for fd in child.fds():
+            os.close(fd)
+        child.job_w = child.names_r = None
+        self.unreaped.append(child.pid)
 
     def _reap_reported(self, block=False):
         """Reap the children that said their status (or were killed as
@@ -310,10 +333,12 @@ def _serve_jobs(job_r, names_w, entry):  # pragma: no cover - in a spare
         names = [n for n in list(sys.modules) if n not in before]
         before.update(names)
         # A module imported in the task has its state after it: leave.
-        stays = state is not None and not names and state.restore()
-        _write_frame(names_w, (status, names, stays), out, err)
-        if not stays:
-            os._exit(status)
+        may_stay = state is not None and not names
+        _write_frame(names_w, (status, names, may_stay), out, err)
+        # The answer is out: now see whether this process may serve again.
+        if not (may_stay and _restored(state)):
+            os._exit(status)  # the pipe's end says it left
+        _write_all(names_w, _STAYS)
         stay, payload = _read_job(job_r)
 
 
@@ -324,6 +349,13 @@ def _baseline():  # pragma: no cover - in a spare child
         return baseline.Baseline()
     except Exception:
         return None
+
+
+def _restored(state):  # pragma: no cover - in a staying child
+    try:
+        return state.restore()
+    except Exception:  # whatever went wrong, this process cannot stay
+        return False
 
 
 def _read_job(job_r):  # pragma: no cover - in a spare child
@@ -369,8 +401,8 @@ def _write_frame(fd, meta, out, err):  # pragma: no cover - in the child
 
 
 def _read_frame(fd):
-    """``(status, out, err, names, stays)`` from a staying child's frame;
-    None if it ended before writing one whole."""
+    """``(status, out, err, names, may stay)`` from a staying child's
+    frame; None if it ended before writing one whole."""
     header = _read_exactly(fd, _FRAME.size)
     if header is None:
         return None
@@ -378,8 +410,8 @@ def _read_frame(fd):
     parts = [_read_exactly(fd, size) if size else b'' for size in sizes]
     if None in parts:
         return None
-    status, names, stays = marshal.loads(parts[0])
-    return status, parts[1], parts[2], names, stays
+    status, names, may_stay = marshal.loads(parts[0])
+    return status, parts[1], parts[2], names, may_stay
 
 
 def _read_exactly(fd, size):  # pragma: no cover - in a spare child

@@ -68,7 +68,30 @@ def _stay_echo(payload):
     elif payload == 'die':
         import signal
         os.kill(os.getpid(), signal.SIGKILL)
+    elif payload == 'slowcheck':
+        _slow_down_the_check()
     sys.exit(3)
+
+
+def checked_marker(pid):
+    """The file a child whose check was slowed down makes after it."""
+    return '/tmp/plasmid-test-checked-%d' % pid
+
+
+def _slow_down_the_check():
+    """In this child only: its next check of its state takes a second,
+    then makes a file saying it is done."""
+    import time
+    from plasmid.ansible import baseline
+    real = baseline.Baseline.restore
+
+    def slow(state):
+        baseline.Baseline.restore = real
+        time.sleep(1.0)
+        stays = real(state)
+        open(checked_marker(os.getpid()), 'w').close()
+        return stays
+    baseline.Baseline.restore = slow
 
 
 STAYING = forks.Forker(_stay_echo, lambda payload: payload != 'alone')

@@ -136,6 +136,24 @@ def test_a_child_stays_for_work_that_may_stay_and_puts_back_its_state():
         assert big[2] == env[2] and big[5] > 3 << 20
 
 
+def test_a_staying_childs_answer_does_not_wait_for_its_check():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        slowed = ctx.call(forks_fns.run_staying, 'slowcheck')
+        marker = forks_fns.checked_marker(slowed[2])
+        try:
+            # The answer came while the child was still checking.
+            assert slowed[:2] == (3, 'slowcheck')
+            assert not os.path.exists(marker)
+            # It found itself as it was, and serves the next task.
+            after = ctx.call(forks_fns.run_staying, 'after')
+            assert after[:2] == (3, 'after') and after[2] == slowed[2]
+            assert os.path.exists(marker)
+        finally:
+            if os.path.exists(marker):
+                os.unlink(marker)
+
+
 @pytest.mark.parametrize('change', ['signal', 'thread', 'trace'])
 def test_a_child_that_finds_itself_changed_leaves(change):
     with plasmid.Router() as router:
