@@ -52,6 +52,9 @@ LOG = logging.getLogger('plasmid.ansible.forks')
 _LENGTH = struct.Struct('>I')
 _FRAME = struct.Struct('>QQQ')  # a staying child's report: its three parts
 _STAYS = b'+'  # after its frame, a staying child that may serve again says so
+# How long a staying child's check (~0.5 ms) may take before the context
+# gives up on it: a task's thread could leave it stuck on a lock.
+VERDICT_WAIT = 10.0
 
 
 def can_stay():
@@ -281,11 +284,17 @@ class Forker(object):
     def _settle_kept(self):
         """Read the kept child's verdict on its last task, if it has yet
         to be read: it stays, or it has left (its pipe's end) and is let
-        go.  It comes within the check's time after the answer."""
+        go, or it is stuck in its check and killed.  It comes within the
+        check's time after the answer."""
         child = self.kept
         if child is None or not child.verdict_due:
             return
         child.verdict_due = False
+        if not wait_for([child.names_r], timeout=VERDICT_WAIT)[0]:
+            LOG.warning('module process %d still checking its state after '
+                        '%ss: killed', child.pid, VERDICT_WAIT)
+            self._discard(child)
+            return
         if _read_exactly(child.names_r, len(_STAYS)) == _STAYS:
             return
         self.kept = None

@@ -69,7 +69,9 @@ def _stay_echo(payload):
         import signal
         os.kill(os.getpid(), signal.SIGKILL)
     elif payload == 'slowcheck':
-        _slow_down_the_check()
+        _slow_down_the_check(1.0)
+    elif payload == 'stuckcheck':
+        _slow_down_the_check(3600.0)
     sys.exit(3)
 
 
@@ -78,16 +80,16 @@ def checked_marker(pid):
     return '/tmp/plasmid-test-checked-%d' % pid
 
 
-def _slow_down_the_check():
-    """In this child only: its next check of its state takes a second,
-    then makes a file saying it is done."""
+def _slow_down_the_check(seconds):
+    """In this child only: its next check of its state takes *seconds*
+    more, then makes a file saying it is done."""
     import time
     from plasmid.ansible import baseline
     real = baseline.Baseline.restore
 
     def slow(state):
         baseline.Baseline.restore = real
-        time.sleep(1.0)
+        time.sleep(seconds)
         stays = real(state)
         open(checked_marker(os.getpid()), 'w').close()
         return stays
@@ -105,6 +107,10 @@ def run_staying(payload):
         return status, None, None, None, None, 0
     return (status, words[0], int(words[1]), words[2], words[3][:len(
         os.getcwd())], len(out))
+
+
+def set_verdict_wait(seconds):
+    forks.VERDICT_WAIT = seconds
 
 
 def staying_counts():

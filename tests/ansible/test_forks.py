@@ -154,6 +154,18 @@ def test_a_staying_childs_answer_does_not_wait_for_its_check():
                 os.unlink(marker)
 
 
+def test_a_staying_child_stuck_in_its_check_is_killed_not_waited_for():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        ctx.call(forks_fns.set_verdict_wait, 0.5)
+        stuck = ctx.call(forks_fns.run_staying, 'stuckcheck')
+        assert stuck[:2] == (3, 'stuckcheck')
+        later = ctx.call(forks_fns.run_staying, 'later')
+        assert later[:2] == (3, 'later') and later[2] != stuck[2]
+        assert procs.wait_gone([stuck[2]], timeout=5.0) == set()
+        assert ctx.call(forks_fns.staying_counts)['discarded'] == 1
+
+
 @pytest.mark.parametrize('change', ['signal', 'thread', 'trace'])
 def test_a_child_that_finds_itself_changed_leaves(change):
     with plasmid.Router() as router:
