@@ -11,10 +11,12 @@ start from.  After each task :meth:`Baseline.restore` puts back what a
 module sets for itself as a matter of course (the environment ansible-core
 passes it, the working directory, umask, locale, argv, import hooks,
 ``sys.excepthook``, the standard streams, warnings filters, the root
-logger, the open-files limit) and every global of every module loaded
-before the task that the task rebound or added (ansible-core's runners set
-the arguments there); then it checks what it cannot put back: signal
-handlers, threads, open descriptors, user and group ids, the interpreter's
+logger, the open-files limit, the signal handlers set from Python: from
+ansible-core 2.22 every ``AnsibleModule`` sets SIGUSR1's) and every global
+of every module loaded before the task that the task rebound or added
+(ansible-core's runners set the arguments there); then it checks what it
+cannot put back: signal handlers set outside Python (a C extension's),
+threads, open descriptors, user and group ids, the interpreter's
 trace and profile hooks, recursion limit and switch interval, the import
 path, that every module loaded before is still the same object, and that
 every list, dict and set among those globals kept its length (a warning
@@ -170,6 +172,16 @@ class Baseline(object):
         logging.root.setLevel(self.root[1])
         if self.nofile is not None and _nofile() != self.nofile:
             resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
+        self._put_back_handlers()
+
+    def _put_back_handlers(self):
+        """Set back each handler a task changed where Python knows both
+        (``getsignal`` gives None for one set outside Python: the check
+        finds that)."""
+        for signum, then, now in zip(_SIGNALS, self.handlers,
+                                     signal_handlers()):
+            if now != then and then is not None and now is not None:
+                signal.signal(signum, then)
 
     def _put_back_globals(self):
         """Rebind what a task rebound among the globals of the modules

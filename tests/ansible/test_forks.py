@@ -166,7 +166,17 @@ def test_a_staying_child_stuck_in_its_check_is_killed_not_waited_for():
         assert ctx.call(forks_fns.staying_counts)['discarded'] == 1
 
 
-@pytest.mark.parametrize('change', ['signal', 'thread', 'trace'])
+def test_a_signal_handler_a_task_set_is_put_back():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        handled = ctx.call(forks_fns.run_staying, 'signal')
+        # The same process, its SIGUSR1 to the default again: it dies.
+        assert ctx.call(forks_fns.run_staying, 'usr1')[0] == -signal.SIGUSR1
+        assert procs.wait_gone([handled[2]], timeout=5.0) == set()
+        assert ctx.call(forks_fns.staying_counts)['stayed'] == 1
+
+
+@pytest.mark.parametrize('change', ['thread', 'trace'])
 def test_a_child_that_finds_itself_changed_leaves(change):
     with plasmid.Router() as router:
         ctx = staying_context(router)
