@@ -29,7 +29,11 @@ one frame; then the child puts its state back and, having found it as
 it was (``baseline.py``), says so with one more byte and waits for the
 next such task.  The answer does not wait for that check: the context
 reads the verdict once its reply has gone out.  A fork and a child's
-first writes cost several times what most modules do.  A child that
+first writes cost several times what most modules do.  ``may_stay`` names
+the *kind* of work (a module's name, say): a kind whose process has left
+:data:`GIVE_UP_AFTER` times in a row runs in fresh forks from then on, as
+a process that always leaves costs more than a fork (it takes its
+baseline, then checks it, in vain).  A child that
 stayed is *kept*: it serves only payloads that may stay (any other gets
 the pristine spare), and a change that merely warms the context
 (:meth:`Forker.warmed`) leaves it be, as it holds what changed already.
@@ -55,6 +59,10 @@ _STAYS = b'+'  # after its frame, a staying child that may serve again says so
 # How long a staying child's check (~0.5 ms) may take before the context
 # gives up on it: a task's thread could leave it stuck on a lock.
 VERDICT_WAIT = 10.0
+# A kind of work whose process left this many times in a row, and never
+# stayed since, stops trying (the first run of a kind often imports more,
+# and leaves for that: the context learns those imports).
+GIVE_UP_AFTER = 3
 
 
 def can_stay():
@@ -82,6 +90,7 @@ class Child(object):
         self.warmth = None       # spares only: how warm the context was
         self.staying = False     # it stayed after a task, for more
         self.verdict_due = False  # it has yet to say whether it stays
+        self.kind = None         # the kind of work it stays for (may_stay's)
 
     def fds(self):
         return [fd for fd in (self.out_r, self.err_r, self.names_r,
@@ -89,7 +98,9 @@ class Child(object):
 
 
 class Forker(object):
-    """Runs ``entry(payload)`` in forked children, a spare one ready."""
+    """Runs ``entry(payload)`` in forked children, a spare one ready.
+    ``may_stay(payload)``: the kind of work *payload* is if its process
+    may stay for the next of its kind (hashable), else None."""
 
     def __init__(self, entry, may_stay=None):
         self.entry = entry
@@ -99,7 +110,9 @@ class Forker(object):
         self.generation = 0
         self.warmth = 0
         self.unreaped = []  # children that reported their status
-        self.counts = {'fresh': 0, 'spare': 0, 'discarded': 0, 'stayed': 0}
+        self.left_in_a_row = {}  # kind -> its processes' leaving streak
+        self.counts = {'fresh': 0, 'spare': 0, 'discarded': 0, 'stayed': 0,
+                       'given_up': 0}
 
     def run(self, payload, then=None):
         """``(status, stdout, stderr, names of modules imported)`` of
@@ -110,12 +123,14 @@ class Forker(object):
         (if given) is called with those names, and a new spare forks.
         """
         self._reap_reported()
-        stay = self.may_stay is not None and self.may_stay(payload)
+        kind = self._staying_kind(payload)
+        stay = kind is not None
         child = self._hand_to_spare(payload, stay)
         if child is None:
             child = self._fork(lambda names_w: self.entry(payload))
             self.counts['fresh'] += 1
         if stay and child.job_w is not None:
+            child.kind = kind
             status, out, err, names = self._collect_frame(child)
         else:
             status, out, err, names = self._collect(child)
@@ -151,6 +166,26 @@ class Forker(object):
         self.spare = child
 
     # ---------------------------------------------------------- parent
+
+    def _staying_kind(self, payload):
+        kind = self.may_stay(payload) if self.may_stay is not None else None
+        if kind is None or kind is False or \
+                self.left_in_a_row.get(kind, 0) >= GIVE_UP_AFTER:
+            return None
+        return kind
+
+    def _note_verdict(self, child, stayed):
+        """Count the streak of *child*'s kind of work; give up on its
+        staying at :data:`GIVE_UP_AFTER` leavings in a row."""
+        if stayed:
+            self.left_in_a_row[child.kind] = 0
+            return
+        streak = self.left_in_a_row.get(child.kind, 0) + 1
+        self.left_in_a_row[child.kind] = streak
+        if streak == GIVE_UP_AFTER:
+            self.counts['given_up'] += 1
+            LOG.info('module processes for %r left %d times in a row: it '
+                     'runs in fresh forks from now on', child.kind, streak)
 
     def _current(self, child):
         if child.staying:
@@ -274,6 +309,7 @@ class Forker(object):
             child.staying = child.verdict_due = True
             self.kept = child
         else:
+            self._note_verdict(child, False)
             for fd in child.fds():
                 os.close(fd)
             child.job_w = child.names_r = None
@@ -293,9 +329,12 @@ class Forker(object):
         if not wait_for([child.names_r], timeout=VERDICT_WAIT)[0]:
             LOG.warning('module process %d still checking its state after '
                         '%ss: killed', child.pid, VERDICT_WAIT)
+            self._note_verdict(child, False)
             self._discard(child)
             return
-        if _read_exactly(child.names_r, len(_STAYS)) == _STAYS:
+        stays = _read_exactly(child.names_r, len(_STAYS)) == _STAYS
+        self._note_verdict(child, stays)
+        if stays:
             return
         self.kept = None
         for fd in child.fds():

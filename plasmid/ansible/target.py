@@ -254,9 +254,14 @@ STAYING_MODULES = frozenset('ansible.modules.' + name for name in (
 
 
 def _may_stay(payload):
+    """The module's name if its process may stay for the next task of
+    that module (the kind the Forker counts its leavings by), else None."""
     digest, job, stale = payload
-    return job['module_fqn'] in STAYING_MODULES and not stale and \
-        job.get('stay', True)  # the broker's PLASMID_ANSIBLE_STAYING
+    fqn = job['module_fqn']
+    if fqn in STAYING_MODULES and not stale and \
+            job.get('stay', True):  # the broker's PLASMID_ANSIBLE_STAYING
+        return fqn
+    return None
 
 
 _FORKER = forks.Forker(_run_in_child, _may_stay)
@@ -264,8 +269,10 @@ _FORKER = forks.Forker(_run_in_child, _may_stay)
 
 def fork_counts():
     """How module processes started: ``fresh`` forks on a task's path,
-    ``spare`` ones forked ahead, spares ``discarded`` as stale; and how
-    many tasks a process that ``stayed`` after an earlier one ran."""
+    ``spare`` ones forked ahead, spares ``discarded`` as stale; how many
+    tasks a process that ``stayed`` after an earlier one ran, and for how
+    many staying modules the context has ``given_up`` (their processes
+    kept leaving)."""
     return dict(_FORKER.counts)
 
 

@@ -11,6 +11,7 @@ from typing import Iterator
 import pytest
 
 import plasmid
+from plasmid.ansible import forks
 from testbed import procs
 from testbed.pythons import require_python
 
@@ -42,13 +43,13 @@ def test_spares_run_the_work_until_the_context_changes(version):
         assert len({r[2] for r in runs}) == 3
         assert ctx.call(forks_fns.counts) == {
             'fresh': 1, 'spare': 2, 'discarded': 0,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
         # The spare waiting now forked before the change: it must not run.
         ctx.call(forks_fns.change_state)
         assert ctx.call(forks_fns.run, 'd')[3] == 2
         assert ctx.call(forks_fns.counts) == {
             'fresh': 2, 'spare': 2, 'discarded': 1,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
         # The spare forked after that run knows the change.
         assert ctx.call(forks_fns.run, 'e')[3] == 2
         assert ctx.call(forks_fns.counts)['spare'] == 3
@@ -63,7 +64,7 @@ def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
         assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
         assert ctx.call(forks_fns.counts) == {
             'fresh': 2, 'spare': 1, 'discarded': 0,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
 
 
 @contextlib.contextmanager
@@ -84,7 +85,7 @@ def test_a_dead_spare_gives_way_to_a_fresh_fork(version):
         assert ctx.call(forks_fns.run, 'b')[:2] == (7, 'b')
         assert ctx.call(forks_fns.counts) == {
             'fresh': 2, 'spare': 0, 'discarded': 1,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
@@ -130,7 +131,8 @@ def test_a_child_stays_for_work_that_may_stay_and_puts_back_its_state():
             (3, 'env'), (3, 'chdir'), (3, 'after')]
         assert (chdir[3], after[3], after[4]) == ('None', 'None', cwd)
         assert ctx.call(forks_fns.staying_counts) == {
-            'fresh': 1, 'spare': 1, 'discarded': 0, 'stayed': 2}
+            'fresh': 1, 'spare': 1, 'discarded': 0, 'stayed': 2,
+            'given_up': 0}
         # Output beyond a pipe's buffer comes whole, in order.
         big = ctx.call(forks_fns.run_staying, 'big')
         assert big[2] == env[2] and big[5] > 3 << 20
@@ -188,6 +190,20 @@ def test_a_child_that_finds_itself_changed_leaves(change):
         assert ctx.call(forks_fns.staying_counts)['stayed'] == 0
 
 
+def test_work_whose_process_keeps_leaving_stops_trying_to_stay():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        for _ in range(forks.GIVE_UP_AFTER):
+            assert ctx.call(forks_fns.run_staying, 'trace')[:2] == (3, 'trace')
+        assert ctx.call(forks_fns.staying_counts)['given_up'] == 1
+        # Work of that kind that would stay now runs in a fresh process.
+        one = ctx.call(forks_fns.run_staying, 'one')
+        two = ctx.call(forks_fns.run_staying, 'two')
+        assert one[:2] == (3, 'one') and two[:2] == (3, 'two')
+        assert one[2] != two[2]
+        assert ctx.call(forks_fns.staying_counts)['stayed'] == 0
+
+
 def test_work_that_may_not_stay_goes_to_the_pristine_spare():
     with plasmid.Router() as router:
         ctx = staying_context(router)
@@ -196,7 +212,8 @@ def test_work_that_may_not_stay_goes_to_the_pristine_spare():
         assert alone[:2] == (3, 'alone') and alone[2] != kept
         assert ctx.call(forks_fns.run_staying, 'two')[2] == kept
         assert ctx.call(forks_fns.staying_counts) == {
-            'fresh': 1, 'spare': 2, 'discarded': 0, 'stayed': 1}
+            'fresh': 1, 'spare': 2, 'discarded': 0, 'stayed': 1,
+            'given_up': 0}
 
 
 def test_a_kept_child_goes_when_the_context_changes_not_when_it_warms():

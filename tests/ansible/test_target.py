@@ -108,7 +108,7 @@ def test_modules_run_in_spare_forks_while_the_context_stays_the_same(
         # forked after it answered runs the second, the next the third.
         assert ctx.call(target.fork_counts) == {
             'fresh': 1, 'spare': 2, 'discarded': 0,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
         # A new payload: the waiting spare cannot know it.
         ctx.call(target.add_zip_files, 'probe2', {}, packed(dict(
             PROBE_FILES, **{'ansible/modules/__init__.py': b'# 2\n'})),
@@ -116,7 +116,7 @@ def test_modules_run_in_spare_forks_while_the_context_stays_the_same(
         assert run_probe(ctx, 'probe2')['runs'] == 1
         assert ctx.call(target.fork_counts) == {
             'fresh': 2, 'spare': 2, 'discarded': 1,
-            'stayed': 0}
+            'stayed': 0, 'given_up': 0}
 
 
 @pytest.mark.parametrize('version', ['3.8', '3.13'])
