@@ -20,7 +20,9 @@ threads, open descriptors, user and group ids, the interpreter's
 trace and profile hooks, recursion limit and switch interval, the import
 path, that every module loaded before is still the same object, and that
 every list, dict and set among those globals kept its length (a warning
-recorded for the result, a cache filled).  Anything different, and the
+recorded for the result, a cache filled), but for the caches that only
+spare work (:data:`PURE_CACHES`: the regular expressions ``re`` compiled
+keep what a pattern means).  Anything different, and the
 process leaves instead of serving again: the next task gets a fresh fork,
 as every task did before.
 
@@ -44,6 +46,11 @@ except ImportError:  # pragma: no cover - not on POSIX
 
 _SIGNALS = [n for n in range(1, getattr(signal, 'NSIG', 65))
             if n not in (signal.SIGKILL, signal.SIGSTOP)]
+
+# Module globals that cache what a pure function of the key gives: an entry
+# a task added changes nothing the next task sees but its speed, so their
+# growth does not make a process leave (re's are bounded: _MAXCACHE).
+PURE_CACHES = (('re', '_cache'), ('re', '_cache2'))
 
 
 def signal_handlers():
@@ -81,14 +88,24 @@ def interpreter_settings():
 
 def _containers(globals_of):
     """Each list, dict and set among *globals_of*'s values, with its length;
-    but the import system's own tables, which grow as a task imports."""
+    but the import system's own tables, which grow as a task imports, and
+    the pure caches."""
+    growing = [sys.modules, sys.path_importer_cache] + _pure_caches()
     found = []
     for names in globals_of.values():
         for value in names.values():
             if type(value) in (list, dict, set) and \
-                    value is not sys.modules and \
-                    value is not sys.path_importer_cache:
+                    not any(value is other for other in growing):
                 found.append((value, len(value)))
+    return found
+
+
+def _pure_caches():
+    found = []
+    for module_name, name in PURE_CACHES:
+        value = getattr(sys.modules.get(module_name), name, None)
+        if type(value) is dict:
+            found.append(value)
     return found
 
 

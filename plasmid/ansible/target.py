@@ -250,7 +250,8 @@ def _run_in_child(payload):
 # costs them 6-35x their own CPU.  Not setup (it caches what it learns of
 # the system), nor any module of a user or collection (unmeasured).
 STAYING_MODULES = frozenset('ansible.modules.' + name for name in (
-    'command', 'copy', 'file', 'lineinfile', 'ping', 'slurp', 'stat'))
+    'blockinfile', 'command', 'copy', 'file', 'find', 'lineinfile', 'ping',
+    'replace', 'slurp', 'stat', 'tempfile'))
 
 
 def _may_stay(payload):

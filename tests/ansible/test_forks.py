@@ -168,6 +168,15 @@ def test_a_staying_child_stuck_in_its_check_is_killed_not_waited_for():
         assert ctx.call(forks_fns.staying_counts)['discarded'] == 1
 
 
+def test_a_pure_cache_that_grew_does_not_make_a_child_leave():
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        ctx.call(forks_fns.run_staying, 'one')  # imports what it needs
+        grew = ctx.call(forks_fns.run_staying, 'regex')
+        after = ctx.call(forks_fns.run_staying, 'after')
+        assert grew[:2] == (3, 'regex') and after[2] == grew[2]
+
+
 def test_a_signal_handler_a_task_set_is_put_back():
     with plasmid.Router() as router:
         ctx = staying_context(router)

@@ -23,17 +23,23 @@ RUNS = {'command': '/bin/true', 'shell': 'echo hi',
         'copy': 'src=/etc/hostname dest={work}/copied remote_src=true',
         'file': 'path={work}/touched state=touch',
         'lineinfile': 'path={work}/lines line=a create=true', 'ping': '',
-        'slurp': 'src=/etc/hostname', 'stat': 'path=/etc/hostname'}
+        'slurp': 'src=/etc/hostname', 'stat': 'path=/etc/hostname',
+        'blockinfile': 'path={work}/block block=hello create=true',
+        'find': 'paths={work} patterns=*.txt',
+        'replace': 'path=/dev/null regexp=a replace=b',
+        'tempfile': 'path={work} state=file'}
 
 # What a module run may change in its process: the arguments ansible-core's
-# runners set for each run, and what baseline.py puts back (2.22's
-# AnsibleModule sets a SIGUSR1 handler on every run).
+# runners set for each run, what baseline.py puts back (2.22's
+# AnsibleModule sets a SIGUSR1 handler on every run; tempfile makes its
+# name sequence), and the pure caches it lets grow (re's).
 SET_BY_EVERY_RUN = {
     'ansible.module_utils.basic._ANSIBLE_ARGS',
     'ansible.module_utils.basic._ANSIBLE_PROFILE',
     'ansible.module_utils.basic._PARSED_MODULE_ARGS',
     'sys.argv', 'sys.meta_path', 'sys.excepthook', 'process: locale',
-    'process: signal handlers'}
+    'process: signal handlers', 'tempfile._name_sequence',
+    're._cache', 're._cache2'}
 
 
 def test_every_staying_module_is_measured():
@@ -54,6 +60,26 @@ def test_a_staying_module_leaves_nothing_the_next_run_would_see(
                           0, 1)
     assert report['statuses'] == [0]
     assert set(report['left by the first run']) <= SET_BY_EVERY_RUN
+
+
+@pytest.mark.parametrize('module', sorted(RUNS))
+def test_a_staying_module_runs_in_the_process_that_stayed(
+        ansible_bin, tmp_path, module):
+    """What the measurement above allows, baseline.py accepts: once the
+    context is warm, every run of the module is in the kept process."""
+    python = require_python('3.11')
+    args = RUNS[module].format(work=tmp_path)
+    script = record_script(os.path.dirname(ansible_bin), python, args,
+                           str(tmp_path / 'record'), module)
+    with plasmid.Router() as router:
+        ctx, digest, job = warm_context(router, python, script)
+        before = ctx.call(target.fork_counts)
+        statuses = [ctx.call(target.run_module, digest, job)[0]
+                    for _ in range(4)]
+        after = ctx.call(target.fork_counts)
+    assert statuses == [0] * 4
+    assert after['stayed'] - before['stayed'] == 4
+    assert after['given_up'] == 0
 
 
 def test_a_process_that_stayed_runs_each_task_with_its_own_arguments(
