@@ -169,8 +169,7 @@ class Forker(object):
 
     def _staying_kind(self, payload):
         kind = self.may_stay(payload) if self.may_stay is not None else None
-        if kind is None or kind is False or \
-                self.left_in_a_row.get(kind, 0) >= GIVE_UP_AFTER:
+        if kind is None or self.left_in_a_row.get(kind, 0) >= GIVE_UP_AFTER:
             return None
         return kind
 
@@ -310,12 +309,16 @@ class Forker(object):
             self.kept = child
         else:
             self._note_verdict(child, False)
-            for fd in child.fds():
-                os.close(fd)
-            child.job_w = child.names_r = None
-            if frame is not None:
-                self.unreaped.append(child.pid)
+            self._let_go(child, reaped=frame is None)
         return status, out, err, names
+
+    def _let_go(self, child, reaped=False):
+        """A staying child that left: close its pipes, reap it later."""
+        for fd in child.fds():
+            os.close(fd)
+        child.job_w = child.names_r = None
+        if not reaped:
+            self.unreaped.append(child.pid)
 
     def _settle_kept(self):
         """Read the kept child's verdict on its last task, if it has yet
@@ -334,13 +337,9 @@ class Forker(object):
             return
         stays = _read_exactly(child.names_r, len(_STAYS)) == _STAYS
         self._note_verdict(child, stays)
-        if stays:
-            return
-        self.kept = None
-        for fd in child.fds():
-            os.close(fd)
-        child.job_w = child.names_r = None
-        self.unreaped.append(child.pid)
+        if not stays:
+            self.kept = None
+            self._let_go(child)
 
     def _reap_reported(self, block=False):
         """Reap the children that said their status (or were killed as
