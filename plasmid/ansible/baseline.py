@@ -154,21 +154,22 @@ class Baseline(object):
 
     def restore(self):
         """Put back what a task changes as a matter of course; then True
-        if the process is as it was."""
+        if the process is as it was.  Never raises: whatever goes wrong
+        here, the process cannot stay."""
         try:
             self._put_back_globals()
             self._put_back()
-        except (OSError, ValueError, locale.Error):
+            return (self.handlers == signal_handlers() and
+                    self.threads == threads() and
+                    self.ids == ids() and
+                    self.fds == open_fds() and
+                    self.settings == interpreter_settings() and
+                    self.path == sys.path and
+                    self.path_hooks == sys.path_hooks and
+                    self._same_modules() and
+                    self._same_sizes())
+        except Exception:
             return False
-        return (self.handlers == signal_handlers() and
-                self.threads == threads() and
-                self.ids == ids() and
-                self.fds == open_fds() and
-                self.settings == interpreter_settings() and
-                self.path == sys.path and
-                self.path_hooks == sys.path_hooks and
-                self._same_modules() and
-                self._same_sizes())
 
     def _put_back(self):
         """What changes in place (the globals are bound again already:

@@ -383,7 +383,7 @@ def _serve_jobs(job_r, names_w, entry):  # pragma: no cover - in a spare
         may_stay = state is not None and not names
         _write_frame(names_w, (status, names, may_stay), out, err)
         # The answer is out: now see whether this process may serve again.
-        if not (may_stay and _restored(state)):
+        if not (may_stay and state.restore()):
             os._exit(status)  # the pipe's end says it left
         _write_all(names_w, _STAYS)
         stay, payload = _read_job(job_r)
@@ -396,13 +396,6 @@ def _baseline():  # pragma: no cover - in a spare child
         return baseline.Baseline()
     except Exception:
         return None
-
-
-def _restored(state):  # pragma: no cover - in a staying child
-    try:
-        return state.restore()
-    except Exception:  # whatever went wrong, this process cannot stay
-        return False
 
 
 def _read_job(job_r):  # pragma: no cover - in a spare child
