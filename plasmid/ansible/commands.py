@@ -18,11 +18,30 @@ import re
 import shlex
 from typing import Optional
 
-# Patterns here and in payload.py are strings, compiled on first use and
-# kept by re's own cache: each worker is a fresh process that uses two or
-# three of them, and compiling all at import cost it ~2 ms of CPU.
+# Patterns here and in payload.py are strings, compiled on first use
+# (:func:`compiled`): a worker forked for one task uses two or three of
+# them, and compiling all at import cost it ~2 ms of CPU.  A process that
+# forks workers after loading the plugin (the preload callback, the
+# strategy) compiles them once itself (:func:`compile_patterns`), so that
+# no worker does.
 _SLEEP = r'\s*&&\s*sleep 0\s*$'
 _ASSIGNMENT = r'^[A-Za-z_][A-Za-z0-9_]*='
+_COMPILED: dict[str | bytes, re.Pattern] = {}
+
+
+def compiled(pattern: str | bytes) -> re.Pattern:
+    """*pattern* compiled, once per process (and its forks)."""
+    found = _COMPILED.get(pattern)
+    if found is None:
+        found = _COMPILED[pattern] = re.compile(pattern)
+    return found
+
+
+def compile_patterns(patterns: tuple = ()) -> None:
+    """Compile the patterns a task's command goes through, and
+    *patterns*, for the workers this process will fork."""
+    for pattern in TASK_PATTERNS + tuple(patterns):
+        compiled(pattern)
 
 
 class Command:
@@ -50,7 +69,7 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
     words = _split(cmd)
     if words is None or len(words) != 3 or words[1] != '-c':
         return None
-    shell, inner = words[0], re.sub(_SLEEP, '', words[2])
+    shell, inner = words[0], compiled(_SLEEP).sub('', words[2])
     become = False
     if success:
         inner = _unwrap_become(inner, success)
@@ -67,12 +86,12 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
 def _unwrap_become(text: str, success: str, depth: int = 0) -> Optional[str]:
     """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD; su adds one
     more level: ``su <user> -c '<sh> -c ...'``."""
-    words = _split(re.sub(_SLEEP, '', text))
+    words = _split(compiled(_SLEEP).sub('', text))
     if words is None or len(words) < 3 or words[-2] != '-c':
         return None
     echo = 'echo %s ; ' % success
     if words[-1].startswith(echo):
-        return re.sub(_SLEEP, '', words[-1][len(echo):])
+        return compiled(_SLEEP).sub('', words[-1][len(echo):])
     if depth == 0:
         return _unwrap_become(words[-1], success, 1)
     return None
@@ -85,7 +104,7 @@ def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:
     if not words:
         return {}, None
     env = {}
-    while words and re.match(_ASSIGNMENT, words[0]):
+    while words and compiled(_ASSIGNMENT).match(words[0]):
         key, _, value = words.pop(0).partition('=')
         env[key] = value
     if len(words) != 1 or any(c in text for c in ';&|<>`$('):
@@ -123,6 +142,8 @@ _PLAIN_PATH = r'^(~|~/[\w./-]*|/[\w./-]*)$'
 
 
 _OWNER_BITS = {'r': 0o400, 'w': 0o200, 'x': 0o100}
+TASK_PATTERNS = (_SLEEP, _ASSIGNMENT, _HOME, _MKDTEMP, _CLEANUP, _CHMOD_OWN,
+                 _PLAIN_PATH)
 
 
 class Housekeeping:
@@ -145,16 +166,16 @@ class Housekeeping:
 
 def housekeeping(text: str) -> Optional[Housekeeping]:
     """Recognise a command from the list above, else None."""
-    if re.match(_HOME, text):
+    if compiled(_HOME).match(text):
         return Housekeeping('home')
-    match = re.match(_MKDTEMP, text)
-    if match and re.match(_PLAIN_PATH, match.group('base')):
+    match = compiled(_MKDTEMP).match(text)
+    if match and compiled(_PLAIN_PATH).match(match.group('base')):
         return Housekeeping('mkdtemp', match.group('base'),
                             match.group('name'))
-    match = re.match(_CLEANUP, text)
+    match = compiled(_CLEANUP).match(text)
     if match:
         return Housekeeping('cleanup', paths=(match.group('path'),))
-    if re.match(_CHMOD_OWN, text):
+    if compiled(_CHMOD_OWN).match(text):
         words = text.split(' ')
         bits = sum(_OWNER_BITS[c] for c in set(words[1][len('u+'):]))
         return Housekeeping('later', paths=tuple(words[2:]), bits=bits)

@@ -48,11 +48,14 @@ RUNTIME_MODULES = ('plasmid.ansible.commands', 'plasmid.ansible.payload',
 
 
 def import_runtime() -> None:
-    """Import what running a command needs, for a process about to fork
+    """Import what running a command needs, and compile the patterns a
+    task's command and script go through, for a process about to fork
     workers that will run commands (the preload callback, the strategy)."""
     import importlib
     for name in RUNTIME_MODULES:
         importlib.import_module(name)
+    from plasmid.ansible import commands, payload
+    commands.compile_patterns(payload.TASK_PATTERNS)
 
 
 # What ssh's prompt for a token's PIN starts with; vanilla watches for it.

@@ -26,6 +26,8 @@ import re
 import string
 from typing import Any, Optional
 
+from plasmid.ansible.commands import compiled
+
 MARKER = b'_ansiballz_main'
 _CALL = b'\nif __name__ == "__main__":\n    _ansiballz_main(\n'
 # The wrapper's keyword arguments we know how to pass on (2.22 added
@@ -43,6 +45,7 @@ _LEGACY_FQN = (b"runpy.run_module(mod_name=",
                rb"runpy\.run_module\(mod_name=('[\w.]+'), init_globals=dict")
 _LEGACY_NOFILE = (b"requested_soft = min(existing_hard, ",
                   rb"requested_soft = min\(existing_hard, (\d+)\)")
+TASK_PATTERNS = (_FROZENSET, _LEGACY_FQN[1], _LEGACY_NOFILE[1])
 
 
 class ModuleJob:
@@ -109,13 +112,18 @@ def parse(script: bytes) -> Optional[ModuleJob]:
 
 
 def _literal(text: str) -> Any:
-    """A quoted literal's value: a plain one (no escapes, as repr() writes
-    most of the wrapper's) read directly, anything else parsed."""
+    """A literal's value: a plain quoted one (no escapes, as repr() writes
+    most of the wrapper's), a number or an empty dict read directly,
+    anything else parsed."""
     text = text.strip()
     quote = text[:1]
     if quote in ('"', "'") and len(text) >= 2 and text[-1] == quote and \
             '\\' not in text and quote not in text[1:-1]:
         return text[1:-1]
+    if text.isascii() and text.isdigit():  # rlimit_nofile
+        return int(text)
+    if text == '{}':  # extensions, nearly always
+        return {}
     import ast  # only when a module runs: workers import this per task
     return ast.literal_eval(text)
 
@@ -140,7 +148,7 @@ def _base64_span(script: bytes, start: int, end: int) -> bytes:
 def _argument_value(key: str, text: str) -> Any:
     """The value of one of the wrapper's arguments, from its literal."""
     if key == 'secrets':  # frozenset() or frozenset({'...', ...})
-        match = re.fullmatch(_FROZENSET, text.strip())
+        match = compiled(_FROZENSET).fullmatch(text.strip())
         if match is None:
             raise ValueError('not a frozenset')
         return sorted(_literal(match.group(1))) if match.group(1) else []
@@ -206,7 +214,7 @@ def _found(script: bytes, anchor: bytes,
            pattern: bytes) -> Optional[re.Match]:
     """*pattern* matched where *anchor* first occurs."""
     start = script.find(anchor)
-    return None if start < 0 else re.compile(pattern).match(script, start)
+    return None if start < 0 else compiled(pattern).match(script, start)
 
 
 def _parse_legacy(script: bytes, interpreter: str) -> Optional[ModuleJob]:

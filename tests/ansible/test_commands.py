@@ -2,9 +2,12 @@
 become plugins produce, and the ones that must fall back."""
 from __future__ import annotations
 
+import base64
+import re
+
 import pytest
 
-from plasmid.ansible import commands
+from plasmid.ansible import commands, payload
 
 SUCCESS = 'BECOME-SUCCESS-abcdefghijklmnopqrstuvwxyzabcdef'
 
@@ -97,3 +100,37 @@ def test_su_wraps_one_level_deeper() -> None:
     parsed = commands.parse(cmd, SUCCESS)
     assert parsed is not None and parsed.become
     assert parsed.interpreter == '/usr/bin/python3'
+
+
+def test_a_forking_process_compiles_every_pattern_a_task_needs(
+        monkeypatch) -> None:
+    """After compile_patterns (the preload callback and the strategy call
+    it through the plugin's import_runtime, before workers fork), taking
+    a task's command and script apart compiles nothing: a pattern used
+    per task but missing from TASK_PATTERNS fails this."""
+    monkeypatch.setattr(commands, '_COMPILED', {})
+    commands.compile_patterns(payload.TASK_PATTERNS)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError('compiled in a worker: %r' % (args,))
+    monkeypatch.setattr(re, 'compile', refuse)
+    parsed = commands.parse(sudo_wrapped('LANG=C /usr/bin/python3', True),
+                            SUCCESS)
+    assert parsed.env == {'LANG': 'C'}
+    assert commands.housekeeping('echo ~') is not None
+    assert commands.housekeeping('rm -f -r /t/ansible-tmp-1/ > /dev/null'
+                                 ' 2>&1').kind == 'cleanup'
+    assert commands.housekeeping('chmod u+x /t/ansible-tmp-1/s') is not None
+    assert commands.housekeeping('( umask 77 && mkdir -p "` echo /t `"&& '
+                                 'mkdir "` echo /t/ansible-tmp-1 `" && echo '
+                                 'ansible-tmp-1="` echo /t/ansible-tmp-1 `" )'
+                                 ).kind == 'mkdtemp'
+    zip_text = base64.b64encode(b'PK\x05\x06' + bytes(18)).decode()
+    job = payload.parse((
+        "#!/usr/bin/python3\n_ansiballz_main = None\n"
+        '\nif __name__ == "__main__":\n    _ansiballz_main(\n'
+        "zip_data='%s',\nmodule_fqn='ansible.modules.ping',\n"
+        "params='{}',\nprofile='legacy',\nextensions={},\n"
+        "rlimit_nofile=0,\nsecrets=frozenset({'x'}),\n    )\n"
+        % zip_text).encode())
+    assert job is not None and job.secrets == ['x']
