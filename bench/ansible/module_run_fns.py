@@ -37,9 +37,8 @@ def _live_children_usage():
 def context_usage():
     """(CPU seconds of this process's children, waited-for and alive, their
     minor faults, CPU seconds of this process itself): in the context, the
-    module processes,
-    and its own share of each run (the call, the fork, reading the
-    child's answer, the next spare's fork)."""
+    module processes and its own share of each run (the call, the fork,
+    reading the child's answer, the next spare's fork)."""
     import resource
     own = resource.getrusage(resource.RUSAGE_SELF)
     return children_usage() + (own.ru_utime + own.ru_stime,)

@@ -158,8 +158,8 @@ class Baseline(object):
         here, the process cannot stay."""
         try:
             self._put_back_globals()
-            self._put_back()
-            return (self.handlers == signal_handlers() and
+            handlers = self._put_back()
+            return (self.handlers == handlers and
                     self.threads == threads() and
                     self.ids == ids() and
                     self.fds == open_fds() and
@@ -173,7 +173,8 @@ class Baseline(object):
 
     def _put_back(self):
         """What changes in place (the globals are bound again already:
-        ``sys.argv``, ``sys.stdout``, ``sys.excepthook`` among them)."""
+        ``sys.argv``, ``sys.stdout``, ``sys.excepthook`` among them); return
+        the signal handlers as they are then."""
         if os.environ != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
@@ -190,16 +191,19 @@ class Baseline(object):
         logging.root.setLevel(self.root[1])
         if self.nofile is not None and _nofile() != self.nofile:
             resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
-        self._put_back_handlers()
+        return self._put_back_handlers()
 
     def _put_back_handlers(self):
         """Set back each handler a task changed where Python knows both
         (``getsignal`` gives None for one set outside Python: the check
-        finds that)."""
-        for signum, then, now in zip(_SIGNALS, self.handlers,
-                                     signal_handlers()):
+        finds that); return every handler as it is then."""
+        handlers = signal_handlers()
+        for i, signum in enumerate(_SIGNALS):
+            then, now = self.handlers[i], handlers[i]
             if now != then and then is not None and now is not None:
                 signal.signal(signum, then)
+                handlers[i] = then
+        return handlers
 
     def _put_back_globals(self):
         """Rebind what a task rebound among the globals of the modules

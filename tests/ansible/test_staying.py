@@ -25,7 +25,7 @@ RUNS = {'command': '/bin/true', 'shell': 'echo hi',
         'lineinfile': 'path={work}/lines line=a create=true', 'ping': '',
         'slurp': 'src=/etc/hostname', 'stat': 'path=/etc/hostname',
         'blockinfile': 'path={work}/block block=hello create=true',
-        'find': 'paths={work} patterns=*.txt',
+        'find': 'paths={work} patterns=*.py,*.txt recurse=true',
         'replace': 'path=/dev/null regexp=a replace=b',
         'tempfile': 'path={work} state=file'}
 
