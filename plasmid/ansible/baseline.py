@@ -158,7 +158,8 @@ class Baseline(object):
         here, the process cannot stay."""
         try:
             self._put_back_globals()
-            handlers = self._put_back()
+            self._put_back()
+            handlers = self._put_back_handlers()
             return (self.handlers == handlers and
                     self.threads == threads() and
                     self.ids == ids() and
@@ -173,8 +174,7 @@ class Baseline(object):
 
     def _put_back(self):
         """What changes in place (the globals are bound again already:
-        ``sys.argv``, ``sys.stdout``, ``sys.excepthook`` among them); return
-        the signal handlers as they are then."""
+        ``sys.argv``, ``sys.stdout``, ``sys.excepthook`` among them)."""
         if os.environ != self.environ:
             os.environ.clear()
             os.environ.update(self.environ)
@@ -191,7 +191,6 @@ class Baseline(object):
         logging.root.setLevel(self.root[1])
         if self.nofile is not None and _nofile() != self.nofile:
             resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
-        return self._put_back_handlers()
 
     def _put_back_handlers(self):
         """Set back each handler a task changed where Python knows both
