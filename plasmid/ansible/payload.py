@@ -46,13 +46,17 @@ _LEGACY_FQN = (b"runpy.run_module(mod_name=",
 _LEGACY_NOFILE = (b"requested_soft = min(existing_hard, ",
                   rb"requested_soft = min\(existing_hard, (\d+)\)")
 TASK_PATTERNS = (_FROZENSET, _LEGACY_FQN[1], _LEGACY_NOFILE[1])
+# Zip literals met in this process: (length, head, tail) -> (the literal,
+# its sha1).  The threaded strategy parses the same few in every task.
+_SEEN_ZIPS: dict[tuple, tuple[bytes, str]] = {}
+_SEEN_ZIPS_KEPT = 16
 
 
 class ModuleJob:
     """What target.run_module needs, and the zip it runs from."""
 
     def __init__(self, style: str, interpreter: str, zip_b64: bytes,
-                 module_fqn: str, params: bytes,
+                 digest: str, module_fqn: str, params: bytes,
                  profile: Optional[str] = None,
                  extensions: Optional[dict] = None,
                  rlimit_nofile: int = 0,
@@ -60,9 +64,9 @@ class ModuleJob:
         self.style = style              # 'loader' or 'legacy'
         self.interpreter = interpreter  # from the shebang
         self.zip_b64 = zip_b64          # base64, as in the script
-        # Names the payload; computed from the text, so that a worker
-        # whose context has the zip never decodes it.
-        self.digest = hashlib.sha1(zip_b64).hexdigest()
+        # Names the payload: the sha1 of the text, so that a worker whose
+        # context has the zip never decodes it.
+        self.digest = digest
         self.module_fqn = module_fqn
         self.params = params
         self.profile = profile
@@ -102,13 +106,24 @@ def parse(script: bytes) -> Optional[ModuleJob]:
         interpreter = script[2:newline].decode('utf-8').strip()
     except UnicodeDecodeError:
         return None
-    if not interpreter or ' ' in interpreter or \
-            script.find(b'import coverage', newline) >= 0:
+    if not interpreter or ' ' in interpreter:
         return None
     call = script.rfind(_CALL)
     if call >= 0:
+        # 2.19+ bring coverage in through `extensions`; the arguments
+        # after the call (a module's own, say) may say what they like
+        if _imports_coverage(script, newline, call):
+            return None
         return _parse_loader(script, call + len(_CALL), interpreter)
+    if _imports_coverage(script, newline, len(script)):
+        return None
     return _parse_legacy(script, interpreter)
+
+
+def _imports_coverage(script: bytes, start: int, end: int) -> bool:
+    """Whether the wrapper's code runs under coverage (ansible-test), which
+    only the script as it is can do."""
+    return script.find(b'import coverage', start, end) >= 0
 
 
 def _literal(text: str) -> Any:
@@ -128,9 +143,9 @@ def _literal(text: str) -> Any:
     return ast.literal_eval(text)
 
 
-def _base64_span(script: bytes, start: int, end: int) -> bytes:
-    """The base64 text of the quoted literal in ``script[start:end]``.
-    Matched, not parsed: literal_eval would compile 100 KiB of it."""
+def _base64_span(script: bytes, start: int, end: int) -> tuple[bytes, str]:
+    """The base64 text of the quoted literal in ``script[start:end]``, and
+    its sha1.  Matched, not parsed: literal_eval would compile 100 KiB."""
     while start < end and script[start] in b' \t':
         start += 1
     while end > start and script[end - 1] in b' \t\r':
@@ -139,10 +154,24 @@ def _base64_span(script: bytes, start: int, end: int) -> bytes:
     if quote not in (b"'", b'"') or end - start < 2 or \
             script[end - 1:end] != quote:
         raise ValueError('not a quoted literal')
-    text = script[start + 1:end - 1]
+    return _named_base64(script[start + 1:end - 1])
+
+
+def _named_base64(text: bytes) -> tuple[bytes, str]:
+    """*text* and its sha1, if it is all base64.  A literal an earlier task
+    brought (ansible-core sends one zip per module, task after task) comes
+    back as it was kept then, checked and named once per process."""
+    key = (len(text), text[:64], text[-64:])
+    seen = _SEEN_ZIPS.get(key)
+    if seen is not None and seen[0] == text:
+        return seen
     if text.translate(None, _BASE64_ALPHABET):
         raise ValueError('not a base64 literal')
-    return text
+    if len(_SEEN_ZIPS) >= _SEEN_ZIPS_KEPT:
+        for oldest in list(_SEEN_ZIPS)[:1]:  # a copy: task threads add too
+            _SEEN_ZIPS.pop(oldest, None)
+    named = _SEEN_ZIPS[key] = (text, hashlib.sha1(text).hexdigest())
+    return named
 
 
 def _argument_value(key: str, text: str) -> Any:
@@ -191,9 +220,10 @@ def _parse_loader(script: bytes, start: int,
         return None
     if args.get('extensions'):
         return None  # coverage or a debugger: run the wrapper as it is
+    zip_b64, digest = args['zip_data']
     return ModuleJob(
-        style='loader', interpreter=interpreter, zip_b64=args['zip_data'],
-        module_fqn=args['module_fqn'],
+        style='loader', interpreter=interpreter, zip_b64=zip_b64,
+        digest=digest, module_fqn=args['module_fqn'],
         params=args['params'].encode('utf-8'), profile=args['profile'],
         extensions=args.get('extensions') or {},
         rlimit_nofile=int(args.get('rlimit_nofile') or 0),
@@ -224,7 +254,7 @@ def _parse_legacy(script: bytes, interpreter: str) -> Optional[ModuleJob]:
     if zip_span is None or params_span is None or fqn is None:
         return None
     try:
-        zip_b64 = _base64_span(script, *zip_span)
+        zip_b64, digest = _base64_span(script, *zip_span)
         params = _literal(script[slice(*params_span)].decode('utf-8'))
         module_fqn = _literal(fqn.group(1).decode('utf-8'))
     except (ValueError, SyntaxError, UnicodeDecodeError):
@@ -232,6 +262,6 @@ def _parse_legacy(script: bytes, interpreter: str) -> Optional[ModuleJob]:
     nofile = _found(script, *_LEGACY_NOFILE)
     return ModuleJob(
         style='legacy', interpreter=interpreter, zip_b64=zip_b64,
-        module_fqn=module_fqn,
+        digest=digest, module_fqn=module_fqn,
         params=params.encode('utf-8') if isinstance(params, str) else params,
         rlimit_nofile=int(nofile.group(1)) if nofile else 0)

@@ -91,3 +91,52 @@ def test_the_zip_literal_may_use_either_quote_but_nothing_else():
     assert job is not None and job.zip_data == data
     assert payload.parse(loader_script("'%s\"" % text)) is None
     assert payload.parse(loader_script("'%s %s'" % (text, text))) is None
+
+
+def test_a_module_argument_may_say_import_coverage():
+    """Only the wrapper's own code running under coverage makes the script
+    run as it is; a module's arguments after the call may say anything."""
+    text = "'%s'" % base64.b64encode(a_zip()).decode('ascii')
+    script = loader_script(text).replace(
+        b'"ANSIBLE_MODULE_ARGS": {}', b'"ANSIBLE_MODULE_ARGS": '
+        b'{"_raw_params": "echo import coverage"}')
+    job = payload.parse(script)
+    assert job is not None and b'import coverage' in job.params
+    wrapped = script.replace(b'    pass\n', b'    import coverage\n', 1)
+    assert payload.parse(wrapped) is None
+
+
+def test_a_zip_literal_met_again_is_checked_and_named_once(monkeypatch):
+    """Task after task brings the same literal: the second parse hands back
+    the kept text and digest without hashing; a literal that differs only
+    in its middle is told apart, and one that is not base64 there is
+    refused."""
+    hashed = []
+    real_sha1 = payload.hashlib.sha1
+
+    def counting_sha1(data):
+        hashed.append(len(data))
+        return real_sha1(data)
+    monkeypatch.setattr(payload, '_SEEN_ZIPS', {})
+    monkeypatch.setattr(payload.hashlib, 'sha1', counting_sha1)
+    text = base64.b64encode(a_zip() * 3).decode('ascii')
+    first = payload.parse(loader_script("'%s'" % text))
+    again = payload.parse(loader_script("'%s'" % text))
+    assert len(hashed) == 1
+    assert again.zip_b64 is first.zip_b64 and again.digest == first.digest
+    middle = len(text) // 2
+    swapped = 'A' if text[middle] != 'A' else 'B'
+    other = text[:middle] + swapped + text[middle + 1:]
+    changed = payload.parse(loader_script("'%s'" % other))
+    assert changed.digest == real_sha1(other.encode()).hexdigest()
+    assert changed.digest != first.digest and len(hashed) == 2
+    broken = text[:middle] + '!' + text[middle + 1:]
+    assert payload.parse(loader_script("'%s'" % broken)) is None
+
+
+def test_the_kept_literals_stay_few(monkeypatch):
+    monkeypatch.setattr(payload, '_SEEN_ZIPS', {})
+    for n in range(payload._SEEN_ZIPS_KEPT + 5):
+        text = base64.b64encode(a_zip() + b'\0' * n).decode('ascii')
+        assert payload.parse(loader_script("'%s'" % text)) is not None
+    assert len(payload._SEEN_ZIPS) == payload._SEEN_ZIPS_KEPT
