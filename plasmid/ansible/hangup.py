@@ -57,9 +57,10 @@ class HangupWatch:
                 pass
 
     def _drain(self) -> None:
+        # One read: each done future wrote one byte, and a byte left
+        # behind would only cost wait() one more look.
         try:
-            while os.read(self._wake_r, 64):
-                pass
+            os.read(self._wake_r, 64)
         except BlockingIOError:
             pass
 

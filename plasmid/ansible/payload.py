@@ -135,7 +135,8 @@ def _literal(text: str) -> Any:
     if quote in ('"', "'") and len(text) >= 2 and text[-1] == quote and \
             '\\' not in text and quote not in text[1:-1]:
         return text[1:-1]
-    if text.isascii() and text.isdigit():  # rlimit_nofile
+    if text.isascii() and text.isdigit() and \
+            (text[0] != '0' or text == '0'):  # rlimit_nofile
         return int(text)
     if text == '{}':  # extensions, nearly always
         return {}

@@ -19,6 +19,7 @@ from plasmid.core.errors import StreamError
 _LENGTH = struct.Struct('>Q')
 # Not a limit on results (see above), a bound against a garbled length.
 MAX_MESSAGE = 1 << 36
+_FIRST_READ = 1 << 16  # a task's request and most answers fit
 
 
 class BrokerGone(Exception):
@@ -31,20 +32,41 @@ class Unsendable(Exception):
 
 
 def send(sock: socket.socket, value) -> None:
+    """Send *value* behind its length, in one system call when the socket
+    takes it whole (nearly always): each call is a moment a thread of
+    ansible-playbook's threaded strategy gives up the GIL."""
     try:
         data = codec.encode(value)
     except (StreamError, struct.error) as exc:
         raise Unsendable(str(exc)) from None
-    sock.sendall(_LENGTH.pack(len(data)))
-    sock.sendall(data)
+    header = _LENGTH.pack(len(data))
+    sent = sock.sendmsg([header, data])
+    if sent < len(header):
+        sock.sendall(header[sent:])
+        sent = len(header)
+    if sent < len(header) + len(data):
+        sock.sendall(memoryview(data)[sent - len(header):])
 
 
 def receive(sock: socket.socket):
-    size, = _LENGTH.unpack(_read_exactly(sock, _LENGTH.size))
+    """The next value from *sock*.  Requests and answers alternate, so
+    nothing follows a message until it is answered: one recv() takes the
+    length and, for a message up to _FIRST_READ, the whole of it."""
+    first = sock.recv(_FIRST_READ)
+    if not first:
+        raise BrokerGone('connection closed')
+    if len(first) < _LENGTH.size:
+        first += _read_exactly(sock, _LENGTH.size - len(first))
+    size, = _LENGTH.unpack_from(first)
     if size > MAX_MESSAGE:
         raise BrokerGone('message of %d bytes refused' % size)
+    body = first[_LENGTH.size:]
+    if len(body) > size:
+        raise BrokerGone('%d bytes after a message' % (len(body) - size))
+    if len(body) < size:
+        body += _read_exactly(sock, size - len(body))
     try:
-        return codec.decode(_read_exactly(sock, size))
+        return codec.decode(body)
     except Exception as exc:
         raise BrokerGone('unreadable message: %s' % exc) from exc
 

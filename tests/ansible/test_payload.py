@@ -6,6 +6,8 @@ import base64
 import io
 import zipfile
 
+import pytest
+
 from plasmid.ansible import payload
 
 
@@ -82,6 +84,8 @@ def test_argument_literals_read_directly_or_parsed_give_the_same_value():
     assert payload._literal("b'bytes'") == b'bytes'
     for value in [0, 4096, {}, {'a': 1}, -1, 1.5]:  # rlimit_nofile, extensions
         assert payload._literal(repr(value)) == value, value
+    with pytest.raises(SyntaxError):  # not Python: no value, as ast says
+        payload._literal('007')
 
 
 def test_the_zip_literal_may_use_either_quote_but_nothing_else():
