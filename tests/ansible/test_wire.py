@@ -51,9 +51,11 @@ def test_a_task_sized_message_costs_one_call_each_way(pair):
 
 
 def test_a_large_message_arrives_whole(pair):
-    """Beyond one read and beyond the socket's buffer: the sender blocks
-    until the reader takes the rest, in pieces."""
+    """Beyond one read and beyond the socket's buffer: the reader takes it
+    in pieces; the sender, whose socket has a time-out (so a send may take
+    part of it), sends the rest after its first call."""
     ours, theirs = pair
+    ours.settimeout(30)
     answer = ('ok', (0, b'\x01\x02' * (3 << 20), b''))
     received = []
     reader = threading.Thread(target=lambda: received.append(
@@ -63,6 +65,7 @@ def test_a_large_message_arrives_whole(pair):
     reader.join(30)
     assert received == [answer]
     assert theirs.calls.count('recv') > 1
+    assert ours.calls[0] == 'sendmsg' and 'sendall' in ours.calls
 
 
 def test_messages_alternating_on_one_socket_stay_apart(pair):
