@@ -56,7 +56,7 @@ def receive(sock: socket.socket):
     if not first:
         raise BrokerGone('connection closed')
     if len(first) < _LENGTH.size:
-        first += _read_exactly(sock, _LENGTH.size - len(first))
+        first = _read_exactly(sock, _LENGTH.size, first)
     size, = _LENGTH.unpack_from(first)
     if size > MAX_MESSAGE:
         raise BrokerGone('message of %d bytes refused' % size)
@@ -64,15 +64,16 @@ def receive(sock: socket.socket):
     if len(body) > size:
         raise BrokerGone('%d bytes after a message' % (len(body) - size))
     if len(body) < size:
-        body += _read_exactly(sock, size - len(body))
+        body = _read_exactly(sock, size, body)
     try:
         return codec.decode(body)
     except Exception as exc:
         raise BrokerGone('unreadable message: %s' % exc) from exc
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks, left = [], size
+def _read_exactly(sock: socket.socket, size: int, start: bytes) -> bytes:
+    """*start* and what follows it, *size* bytes in all (one copy)."""
+    chunks, left = [start], size - len(start)
     while left:
         chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
