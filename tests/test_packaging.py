@@ -13,6 +13,8 @@ COLLECTION_FILES = {
     'ansible_collections/plasmid/accel/galaxy.yml',
     'ansible_collections/plasmid/accel/meta/runtime.yml',
     'ansible_collections/plasmid/accel/plugins/connection/ssh.py',
+    # ansible-doc and ansible-core's own parse read the shared options here
+    'ansible_collections/plasmid/accel/plugins/doc_fragments/pipelining.py',
     'ansible_collections/plasmid/accel/plugins/strategy/linear.py',
     'plasmid/ansible/target.py',
     'plasmid/core/router.py',

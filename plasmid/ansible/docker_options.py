@@ -18,11 +18,10 @@ OPTIONS = {'docker_extra_args': {'default': '',
                'vars': [{'name': 'ansible_docker_extra_env'}]},
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
-                                "container's interpreter (the default, "
-                                "unlike C(community.docker.docker)'s). Set "
-                                'false, and modules travel as temp files and '
-                                'run from disk, with none of the in-memory '
-                                'speed.'],
+                                'interpreter (the default). Set false, and '
+                                'modules travel as temp files and run from '
+                                'disk, as under vanilla without pipelining, '
+                                'with none of the in-memory speed.'],
                 'env': [{'name': 'ANSIBLE_PIPELINING'}],
                 'ini': [{'key': 'pipelining', 'section': 'defaults'},
                         {'key': 'pipelining', 'section': 'connection'}],

@@ -101,10 +101,10 @@ OPTIONS = {'ca_cert': {'aliases': ['kubectl_ssl_ca_cert'],
                                {'name': 'ansible_kubectl_user'}]},
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
-                                "container's interpreter (the default). Set "
-                                'false, and modules travel as temp files and '
-                                'run from disk, with none of the in-memory '
-                                'speed.'],
+                                'interpreter (the default). Set false, and '
+                                'modules travel as temp files and run from '
+                                'disk, as under vanilla without pipelining, '
+                                'with none of the in-memory speed.'],
                 'env': [{'name': 'ANSIBLE_PIPELINING'}],
                 'ini': [{'key': 'pipelining', 'section': 'defaults'},
                         {'key': 'pipelining', 'section': 'connection'}],

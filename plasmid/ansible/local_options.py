@@ -23,8 +23,7 @@ OPTIONS = {'become_strip_preamble': {'default': True,
                             'vars': [{'name': 'ansible_local_become_success_timeout'}]},
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
-                                'interpreter (the default, unlike '
-                                "C(ansible.builtin.local)'s). Set false, and "
+                                'interpreter (the default). Set false, and '
                                 'modules travel as temp files and run from '
                                 'disk, as under vanilla without pipelining, '
                                 'with none of the in-memory speed.'],

@@ -10,10 +10,10 @@ OPTIONS = {'executable': {'default': '/bin/sh',
                          {'name': 'ansible_lxc_executable'}]},
  'pipelining': {'default': True,
                 'description': ['Pipelined modules run from memory in the '
-                                "container's interpreter (the default). Set "
-                                'false, and modules travel as temp files and '
-                                'run from disk, with none of the in-memory '
-                                'speed.'],
+                                'interpreter (the default). Set false, and '
+                                'modules travel as temp files and run from '
+                                'disk, as under vanilla without pipelining, '
+                                'with none of the in-memory speed.'],
                 'env': [{'name': 'ANSIBLE_PIPELINING'}],
                 'ini': [{'key': 'pipelining', 'section': 'defaults'},
                         {'key': 'pipelining', 'section': 'connection'}],

@@ -38,10 +38,14 @@ import os
 import sys
 from typing import Any
 
-PLUGIN_DIR = os.path.join(
+COLLECTION_PLUGINS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
         __file__)))),
-    'ansible_collections', 'plasmid', 'accel', 'plugins', 'connection')
+    'ansible_collections', 'plasmid', 'accel', 'plugins')
+PLUGIN_DIR = os.path.join(COLLECTION_PLUGINS, 'connection')
+# Documentation shared by several plugins (extends_documentation_fragment).
+FRAGMENT_DIR = os.path.join(COLLECTION_PLUGINS, 'doc_fragments')
+FRAGMENT_PREFIX = 'plasmid.accel.'
 # Our connection plugins; each one's options are generated into
 # NAME_options.py beside this file.
 PLUGINS = ('ssh', 'local', 'podman', 'docker', 'kubectl', 'lxc')
@@ -74,13 +78,14 @@ def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
 # ------------------------------------------------------------ generating
 
 def documentation_of(path: str) -> str:
-    """The DOCUMENTATION string of a plugin file, read without importing
-    it (as ansible-doc reads it)."""
+    """The DOCUMENTATION string of a plugin or doc fragment file (where it
+    is a class attribute), read without importing it, as ansible-doc
+    reads it."""
     import ast
 
     with open(path) as source:
         tree = ast.parse(source.read(), path)
-    for node in tree.body:
+    for node in ast.walk(tree):  # breadth first: module level first
         if isinstance(node, ast.Assign) and any(
                 getattr(t, 'id', None) == 'DOCUMENTATION'
                 for t in node.targets):
@@ -89,13 +94,35 @@ def documentation_of(path: str) -> str:
 
 
 def options_of(documentation: str) -> dict[str, Any]:
+    """The options DOCUMENTATION declares, with those of the fragments it
+    extends merged in as ansible-core merges them: an option the plugin
+    documents itself keeps its own fields over the fragment's."""
     import yaml
 
     doc = yaml.safe_load(documentation)
     options = doc.get('options') if isinstance(doc, dict) else None
     if not isinstance(options, dict):
         raise ValueError('DOCUMENTATION has no options mapping')
+    for fragment in _fragment_names(doc):
+        for name, spec in options_of(_fragment_documentation(fragment)).items():
+            options[name] = dict(spec, **options.get(name, {}))
     return options
+
+
+def _fragment_names(doc: dict[str, Any]) -> list[str]:
+    names = doc.get('extends_documentation_fragment') or []
+    if isinstance(names, str):
+        names = names.split(',')
+    return [name.strip() for name in names]
+
+
+def _fragment_documentation(name: str) -> str:
+    """The DOCUMENTATION of this collection's doc fragment *name*."""
+    if not name.startswith(FRAGMENT_PREFIX):
+        raise ValueError('doc fragment %r is not one of %s*'
+                         % (name, FRAGMENT_PREFIX))
+    short = name[len(FRAGMENT_PREFIX):]
+    return documentation_of(os.path.join(FRAGMENT_DIR, short + '.py'))
 
 
 def render(name: str, options: dict[str, Any]) -> str:

@@ -150,6 +150,28 @@ def test_the_generated_options_are_up_to_date(plugin):
             'run: python -m plasmid.ansible.plugin_options'
 
 
+def test_a_fragment_merges_under_the_plugins_own_fields():
+    """As ansible-core merges a fragment: the plugin's own fields for an
+    option win, the fragment gives the rest and the options it lacks."""
+    options = plugin_options.options_of(
+        'extends_documentation_fragment: plasmid.accel.pipelining\n'
+        'options:\n'
+        '  pipelining:\n'
+        '    description: [mine]\n'
+        '  other: {type: string}\n')
+    assert options['pipelining']['description'] == ['mine']
+    assert options['pipelining']['default'] is True
+    assert options['pipelining']['vars'] == [{'name': 'ansible_pipelining'}]
+    assert options['other'] == {'type': 'string'}
+
+
+def test_a_fragment_of_another_collection_is_refused():
+    with pytest.raises(ValueError, match='community.general.foo'):
+        plugin_options.options_of(
+            'extends_documentation_fragment: [community.general.foo]\n'
+            'options: {}\n')
+
+
 @pytest.mark.parametrize('plugin', PLUGINS)
 def test_a_worker_that_never_connects_imports_no_runtime(ansible_bin,
                                                          plugin):

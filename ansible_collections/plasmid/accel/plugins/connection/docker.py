@@ -17,8 +17,11 @@ description:
   - Option names and their variables are those of C(community.docker.docker), but
     C(container_timeout), which has no use here. A container without Python is handed to
     that plugin (the C(community.docker) collection must be installed then).
+  - Pipelining is on by default, unlike C(community.docker.docker)'s.
 author: plasmid developers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - plasmid.accel.pipelining
 options:
   remote_addr:
     description: The name or ID of the container.
@@ -81,22 +84,6 @@ options:
         section: docker_connection
     vars:
       - name: ansible_docker_privileged
-  pipelining:
-    description:
-      - Pipelined modules run from memory in the container's interpreter (the default,
-        unlike C(community.docker.docker)'s). Set false, and modules travel as temp files
-        and run from disk, with none of the in-memory speed.
-    type: boolean
-    default: true
-    ini:
-      - section: defaults
-        key: pipelining
-      - section: connection
-        key: pipelining
-    env:
-      - name: ANSIBLE_PIPELINING
-    vars:
-      - name: ansible_pipelining
 """
 
 from plasmid.ansible import docker_options, plugin_options  # noqa: E402

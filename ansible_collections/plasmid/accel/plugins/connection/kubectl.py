@@ -19,6 +19,8 @@ description:
     installed then).
 author: plasmid developers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - plasmid.accel.pipelining
 options:
   kubectl_pod:
     description: The pod; empty, the host's address (C(ansible_host), else its inventory name).
@@ -147,22 +149,6 @@ options:
     env:
       - name: K8S_AUTH_VERIFY_SSL
     aliases: [kubectl_verify_ssl]
-  pipelining:
-    description:
-      - Pipelined modules run from memory in the container's interpreter (the default). Set
-        false, and modules travel as temp files and run from disk, with none of the in-memory
-        speed.
-    type: boolean
-    default: true
-    ini:
-      - section: defaults
-        key: pipelining
-      - section: connection
-        key: pipelining
-    env:
-      - name: ANSIBLE_PIPELINING
-    vars:
-      - name: ansible_pipelining
 """
 
 from plasmid.ansible import kubectl_options, plugin_options  # noqa: E402

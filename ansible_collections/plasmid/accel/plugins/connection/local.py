@@ -18,25 +18,12 @@ description:
     playbook's), with the controller's environment, as under C(ansible.builtin.local).
   - The remote user is ignored, as by C(ansible.builtin.local); tasks run as the user who
     runs Ansible.
+  - Pipelining is on by default, unlike C(ansible.builtin.local)'s.
 author: plasmid developers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - plasmid.accel.pipelining
 options:
-  pipelining:
-    description:
-      - Pipelined modules run from memory in the interpreter (the default, unlike
-        C(ansible.builtin.local)'s). Set false, and modules travel as temp files and run
-        from disk, as under vanilla without pipelining, with none of the in-memory speed.
-    type: boolean
-    default: true
-    ini:
-      - section: defaults
-        key: pipelining
-      - section: connection
-        key: pipelining
-    env:
-      - name: ANSIBLE_PIPELINING
-    vars:
-      - name: ansible_pipelining
   become_success_timeout:
     description:
       - Seconds to wait for the become program's password prompt or its success when it

@@ -19,6 +19,8 @@ description:
     python lxc bindings must be installed then).
 author: plasmid developers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - plasmid.accel.pipelining
 options:
   remote_addr:
     description:
@@ -38,22 +40,6 @@ options:
     vars:
       - name: ansible_executable
       - name: ansible_lxc_executable
-  pipelining:
-    description:
-      - Pipelined modules run from memory in the container's interpreter (the default). Set
-        false, and modules travel as temp files and run from disk, with none of the in-memory
-        speed.
-    type: boolean
-    default: true
-    ini:
-      - section: defaults
-        key: pipelining
-      - section: connection
-        key: pipelining
-    env:
-      - name: ANSIBLE_PIPELINING
-    vars:
-      - name: ansible_pipelining
 """
 
 from plasmid.ansible import lxc_options, plugin_options  # noqa: E402

@@ -16,8 +16,11 @@ description:
   - Option names and their variables are those of C(containers.podman.podman). A container
     without Python is handed to that plugin (the C(containers.podman) collection must be
     installed then).
+  - Pipelining is on by default; C(containers.podman.podman) cannot pipeline.
 author: plasmid developers
 version_added: "0.1.0"
+extends_documentation_fragment:
+  - plasmid.accel.pipelining
 options:
   remote_addr:
     description:
@@ -62,22 +65,6 @@ options:
       - name: ansible_podman_executable
     env:
       - name: ANSIBLE_PODMAN_EXECUTABLE
-  pipelining:
-    description:
-      - Pipelined modules run from memory in the container's interpreter (the default;
-        C(containers.podman.podman) cannot pipeline). Set false, and modules travel as temp
-        files and run from disk, with none of the in-memory speed.
-    type: boolean
-    default: true
-    ini:
-      - section: defaults
-        key: pipelining
-      - section: connection
-        key: pipelining
-    env:
-      - name: ANSIBLE_PIPELINING
-    vars:
-      - name: ansible_pipelining
 """
 
 from plasmid.ansible import plugin_options, podman_options  # noqa: E402
