@@ -66,10 +66,8 @@ class ModuleEntry(object):
         self.after = after or []
         self.code = code
 
-    def to_wire(self):
-        return (self.name, self.is_pkg, self.source, self.filename,
-                self.for_name, self.closure, self.related, self.absent,
-                self.after, self.code)
+    def to_wire(self):  # the fields in __slots__ order, as from_wire takes them
+        return tuple(getattr(self, name) for name in self.__slots__)
 
     @classmethod
     def from_wire(cls, value):
@@ -203,6 +201,15 @@ class Importer(object):
 
     def install(self):
         sys.meta_path.append(self)
+        if not compat.PY2:
+            # Also first on sys.meta_path, for plasmid's own modules only
+            # (this module's find_spec): they come from the parent or not
+            # at all.  A plasmid installed here would mix its version into
+            # the master's and serve the modules the master keeps to
+            # itself: a setuptools editable install's finder serves
+            # ``plasmid.X`` whatever the package's (empty) __path__ says.
+            # Python 2 asks this importer before its own path search.
+            sys.meta_path.insert(0, sys.modules[__name__])
 
     def stats(self):
         """Counters for tests and benchmarks."""
@@ -223,12 +230,18 @@ class Importer(object):
     def request(self, names, origin=None):
         """Ask the parent for those *names* not known or asked for yet."""
         with self.lock:
-            names = [n for n in names
-                     if n not in self.cache and n not in self.waiting]
-            for name in names:
-                self.waiting[name] = []
+            names = self._claim(names)
         if names:
             self._send_request(names, origin)
+
+    def _claim(self, names):
+        """Those of *names* neither known nor asked for yet, now counted
+        as asked for; the caller holds the lock."""
+        names = [n for n in names
+                 if n not in self.cache and n not in self.waiting]
+        for name in names:
+            self.waiting[name] = []
+        return names
 
     def _send_request(self, names, origin):
         self.requests_sent += 1
@@ -245,11 +258,8 @@ class Importer(object):
         with self.lock:
             entry = self.cache.get(name)
             if entry is None:
-                ask = [n for n in (name,) + tuple(also)
-                       if n not in self.cache and n not in self.waiting] \
-                    if name not in self.waiting else []
-                for other in ask:
-                    self.waiting[other] = []
+                ask = [] if name in self.waiting else \
+                    self._claim((name,) + tuple(also))
                 self.waiting[name].append(callback)
         if entry is not None:
             callback(entry)
@@ -352,18 +362,18 @@ class Importer(object):
         if not entry.is_answer():  # it came ahead of another answer
             entry = ModuleEntry(entry.name, entry.is_pkg, entry.source,
                                 entry.filename, code=entry.code)
-        for name in entry.closure:
-            ahead = self.cache.get(name)
-            if ahead is not None:
-                self._send_to_child(child_id, ahead)
+        self._send_cached(child_id, entry.closure)
         self._send_to_child(child_id, entry, always=True)
-        for name in entry.after:
-            behind = self.cache.get(name)
-            if behind is not None:
-                self._send_to_child(child_id, behind)
+        self._send_cached(child_id, entry.after)
         with self.lock:
             if entry.name in self.expected:  # the rest streams on
                 self.followers.setdefault(entry.name, set()).add(child_id)
+
+    def _send_cached(self, child_id, names):
+        for name in names:
+            entry = self.cache.get(name)
+            if entry is not None:
+                self._send_to_child(child_id, entry)
 
     def _send_to_child(self, child_id, entry, always=False):
         sent = self.sent.setdefault(child_id, set())
@@ -518,3 +528,14 @@ def stats():
     """This context's import counters (call it remotely)."""
     from plasmid.core import child
     return child.current.importer.stats()
+
+
+def find_spec(fullname, path=None, target=None):
+    """plasmid's own modules, from the parent or not at all (see
+    Importer.install)."""
+    if fullname.startswith('plasmid.'):
+        from plasmid.core import child
+        spec = child.current.importer.find_spec(fullname)
+        if spec is None:  # not the next finder's to answer either
+            raise ModuleNotFoundError(fullname)
+        return spec

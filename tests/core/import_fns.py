@@ -103,6 +103,16 @@ def attribute(module_name, attr):
     return getattr(importlib.import_module(module_name), attr)
 
 
+def origin_from_finder(finder_name, name):
+    """Where the finder on sys.meta_path called *finder_name* would load
+    *name* from (None if it would not)."""
+    for finder in sys.meta_path:
+        if getattr(finder, '__name__', None) == finder_name:
+            spec = finder.find_spec(name)
+            return spec and spec.origin
+    raise LookupError('no finder %s on sys.meta_path' % finder_name)
+
+
 def try_import(name):
     """None if *name* imports, else the ImportError's message."""
     try:

@@ -333,6 +333,53 @@ def test_master_only_code_is_refused(router: plasmid.Router) -> None:
     assert error is not None and 'plasmid.master' in error
 
 
+# A finder such as a setuptools editable install of plasmid leaves on
+# sys.meta_path (its .pth runs at start-up): it serves ``plasmid.X`` from
+# its checkout whatever the package's __path__ says.
+EDITABLE_LIKE_FINDER = """
+import importlib.machinery, sys
+class EditableLike(object):
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname.startswith('plasmid.') and fullname.count('.') == 1:
+            return importlib.machinery.PathFinder.find_spec(fullname, [%r])
+        return None
+sys.meta_path.append(EditableLike)
+"""
+
+
+@pytest.fixture
+def plasmid_installed_on_target(tmp_path, monkeypatch) -> str:
+    """Contexts started now find another plasmid through a finder of
+    their own (PYTHONPATH's sitecustomize installs it); its modules say
+    ANOTHER = True."""
+    package = tmp_path / 'checkout' / 'plasmid'
+    for sub in ('', 'master', 'ansible'):
+        (package / sub).mkdir(parents=True, exist_ok=True)
+        (package / sub / '__init__.py').write_text('ANOTHER = True\n')
+    (package / 'master' / 'modules.py').write_text('ANOTHER = True\n')
+    (tmp_path / 'sitecustomize.py').write_text(
+        EDITABLE_LIKE_FINDER % str(package))
+    monkeypatch.setenv('PYTHONPATH', str(tmp_path))
+    return str(package)
+
+
+def test_plasmid_modules_come_from_the_master_only(
+        router: plasmid.Router, plasmid_installed_on_target: str) -> None:
+    """Neither the master-only modules nor another version of the served
+    ones come from a plasmid the target has installed."""
+    ctx = router.local()
+    # The finder is in place and would serve both:
+    for name in ('plasmid.master', 'plasmid.ansible'):
+        origin = ctx.call(import_fns.origin_from_finder, 'EditableLike', name)
+        assert origin.startswith(plasmid_installed_on_target), origin
+    error = ctx.call(import_fns.try_import, 'plasmid.master.modules')
+    assert error is not None and 'plasmid.master' in error
+    served = ctx.call(import_fns.module_file, 'plasmid.ansible')
+    assert served == os.path.join(os.path.dirname(plasmid.__file__),
+                                  'ansible', '__init__.py')
+
+
 # --------------------------------------------- third-party distributions
 
 
