@@ -289,13 +289,27 @@ NO_PYTHON = """
 """
 
 
+def _lost_the_pipe_race(run) -> bool:
+    """ansible-core's ssh plugin writes a pipelined module to ssh after
+    starting the command; when the shell has already said "not found" and
+    ssh has ended, the write fails and the host reads as unreachable
+    ("[Errno 32] Broken pipe") instead of the task failing with rc 127.
+    Vanilla loses that race now and then, and so does the accelerator,
+    which hands a host without Python to that plugin."""
+    module = {r['task']: r for r in run.results}.get(
+        'a module, with no Python to run it')
+    return module is not None and module['status'] == 'unreachable' and \
+        module['result'].get('msg', '').endswith('[Errno 32] Broken pipe')
+
+
 def test_a_host_without_python_works_as_in_vanilla(
         ansible_bin, ansible_account, sshd_without_python, tmp_path):
     """Where no Python starts, commands and files go through ansible-core's
     ssh plugin: raw and script work, a module fails, as under vanilla."""
     (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
     inv = inventory(sshd_without_python, ansible_account)
-    vanilla, ours = run_both(ansible_bin, tmp_path, NO_PYTHON, inv)
+    vanilla, ours = run_both(ansible_bin, tmp_path, NO_PYTHON, inv,
+                             raced=_lost_the_pipe_race)
     results = {r['task']: r for r in ours.results}
     assert results['raw, as to install a Python']['result']['stdout'] \
         .split() == ['hello', ansible_account]
