@@ -350,14 +350,13 @@ sys.meta_path.append(EditableLike)
 
 @pytest.fixture
 def plasmid_installed_on_target(tmp_path, monkeypatch) -> str:
-    """Contexts started now find another plasmid through a finder of
-    their own (PYTHONPATH's sitecustomize installs it); its modules say
-    ANOTHER = True."""
+    """Contexts started now find another plasmid (empty modules) through
+    a finder of their own, which PYTHONPATH's sitecustomize installs."""
     package = tmp_path / 'checkout' / 'plasmid'
     for sub in ('', 'master', 'ansible'):
         (package / sub).mkdir(parents=True, exist_ok=True)
-        (package / sub / '__init__.py').write_text('ANOTHER = True\n')
-    (package / 'master' / 'modules.py').write_text('ANOTHER = True\n')
+        (package / sub / '__init__.py').write_text('')
+    (package / 'master' / 'modules.py').write_text('')
     (tmp_path / 'sitecustomize.py').write_text(
         EDITABLE_LIKE_FINDER % str(package))
     monkeypatch.setenv('PYTHONPATH', str(tmp_path))
