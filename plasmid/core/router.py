@@ -68,9 +68,6 @@ class Router(object):
     def add_handler(self, handle, callback, policy=FROM_PARENT):
         self.handlers[handle] = (callback, policy)
 
-    def remove_handler(self, handle):
-        self.handlers.pop(handle, None)
-
     def alloc_handle(self):
         return next(self.handle_ids)
 
