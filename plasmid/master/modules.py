@@ -38,6 +38,7 @@ import sys
 import sysconfig
 import threading
 import tokenize
+import types
 import zlib
 from typing import Optional, Sequence
 
@@ -204,6 +205,10 @@ class ModuleGraph:
         self.finder = finder
         self.direct: dict[str, Edges] = {}
         self.probes: dict[str, list[str]] = {}
+        # Code compiled from a module's source to scan it (it had no fresh
+        # .pyc), until the module is first sent: a context on this Python
+        # gets that code rather than a second compile.
+        self.compiled: dict[str, types.CodeType] = {}
 
     def edges(self, name: str) -> Edges:
         edges = self.direct.get(name)
@@ -217,7 +222,10 @@ class ModuleGraph:
         if entry.source is None:
             return edges
         try:
-            code = scanner.load_code(entry.filename, entry.source)
+            code = scanner.cached_code(entry.filename)
+            if code is None:
+                code = self.compiled[name] = scanner.compile_source(
+                    entry.source, entry.filename)
         except (SyntaxError, ValueError):
             return edges
         parent = name.rpartition('.')[0]
@@ -322,17 +330,18 @@ def _stamp(path: str) -> tuple:
     return (stat.st_mtime_ns, stat.st_size)
 
 
-def _compressed_code(entry: ModuleEntry, unchanged: bool) -> Optional[bytes]:
+def _compressed_code(entry: ModuleEntry, unchanged: bool,
+                     compiled: Optional[types.CodeType]) -> Optional[bytes]:
     """Module *entry*'s code as this Python compiles its source for the
     file contexts are told it comes from, marshalled and compressed; None
-    if it does not compile here.  A fresh .pyc spares the compile if the
-    file is *unchanged* since the source was read."""
+    if it does not compile here.  The code the scan *compiled* from that
+    source, or a fresh .pyc if the file is *unchanged* since the source
+    was read, spares the compile."""
     try:
-        code = scanner.load_code(entry.filename, entry.source) \
-            if unchanged else None
+        code = compiled or (scanner.cached_code(entry.filename)
+                            if unchanged else None)
         if code is None or code.co_filename != entry.filename:
-            code = compile(entry.source, entry.filename, 'exec',
-                           dont_inherit=True)
+            code = scanner.compile_source(entry.source, entry.filename)
     except (SyntaxError, ValueError):
         return None
     return zlib.compress(marshal.dumps(code), 6)
@@ -536,13 +545,14 @@ class ModuleResponder:
         models: ~0.4 s of ~0.5 s); the code costs about twice the bytes of
         the compressed source, which still travels (tracebacks show it).
         The child checks the magic number itself."""
+        compiled = self.graph.compiled.pop(entry.name, None)
         if not self.send_bytecode or entry.source is None or \
                 sys.flags.optimize or \
                 self.pythons.get(child) != tuple(sys.version_info[:2]):
             return None
         if entry.name not in self.compressed_code:
             self.compressed_code[entry.name] = _compressed_code(
-                entry, self.finder.unchanged(entry))
+                entry, self.finder.unchanged(entry), compiled)
         packed = self.compressed_code[entry.name]
         if packed is None or len(packed) + len(self._compressed(entry)) > \
                 self.router.max_message // 2:

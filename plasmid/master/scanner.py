@@ -34,16 +34,24 @@ class ImportStatement(NamedTuple):
 
 def load_code(path: str, source: Optional[str] = None) -> types.CodeType:
     """The module's code object: from a fresh .pyc if there is one."""
-    code = _cached_code(path)
+    code = cached_code(path)
     if code is not None:
         return code
     if source is None:
         with open(path, 'rb') as handle:
             source = handle.read()
+    return compile_source(source, path)
+
+
+def compile_source(source, path: str) -> types.CodeType:
+    """*source* compiled as the module at *path*, free of this module's
+    ``__future__`` imports."""
     return compile(source, path, 'exec', dont_inherit=True)
 
 
-def _cached_code(path: str) -> Optional[types.CodeType]:
+def cached_code(path: str) -> Optional[types.CodeType]:
+    """The code of *path*'s .pyc if it is fresh (mtime and size), else
+    None."""
     try:
         cached = importlib.util.cache_from_source(path)
         with open(cached, 'rb') as handle:

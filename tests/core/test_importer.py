@@ -7,6 +7,7 @@ received, modules received but never imported.  Nothing here is timed.
 """
 from __future__ import annotations
 
+import collections
 import importlib.util
 import marshal
 import os
@@ -287,6 +288,28 @@ def test_other_contexts_compile_the_source(tree: str, how: str) -> None:
         sent_code = dict(router.responder.compressed_code)
     assert compiled == _module_files(tree, import_fns.TREE_IMPORTED_PY3)
     assert bool(sent_code) == (how == 'optimized')
+
+
+def test_the_master_compiles_each_module_once(
+        tree: str, monkeypatch) -> None:
+    # The tree has no .pyc: the master compiles each module's source to
+    # scan its imports, and sends a context on its Python that same code.
+    import builtins
+    compiled: collections.Counter = collections.Counter()
+    real_compile = builtins.compile
+    monkeypatch.setattr(builtins, 'compile', lambda source, path, *a, **k: (
+        compiled.update([path]), real_compile(source, path, *a, **k))[1])
+    with plasmid.Router() as router:
+        ctx = router.local()
+        assert ctx.call(import_fns.compiles_during_import, 'imptree',
+                        'imptree') == []  # it ran the master's code
+        assert ctx.call(import_fns.loaded_modules, 'imptree') == \
+            import_fns.TREE_IMPORTED_PY3
+        assert router.responder.graph.compiled == {}  # handed over
+    mine = {p: n for p, n in compiled.items() if p.startswith(tree)}
+    assert sorted(mine) == \
+        _module_files(tree, import_fns.TREE_IMPORTED_PY3)
+    assert set(mine.values()) == {1}
 
 
 def test_bytecode_is_of_the_source_sent_even_if_the_file_changed(
