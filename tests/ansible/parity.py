@@ -28,6 +28,16 @@ VOLATILE = {'start', 'end', 'delta', 'invocation', '_ansible_no_log',
             'extract_results'}  # unarchive's: names the remote temp file
 
 
+def lost_the_pipe_race(task: dict) -> bool:
+    """Whether *task* (a result as the recording callback keeps it) is
+    ansible-core's ssh plugin losing its race with ssh: it writes a
+    pipelined module after starting the command, and when ssh has ended
+    first (a login refused, a shell that found no Python) the write fails
+    and the host reads as unreachable.  Vanilla loses it now and then."""
+    return task['status'] == 'unreachable' and \
+        task['result'].get('msg', '').endswith('[Errno 32] Broken pipe')
+
+
 def run_both(ansible_bin: str, tmp_path, book: str, inv: str,
              raced: Optional[Callable[[Run], bool]] = None):
     """The playbook vanilla, then accelerated with the connection plugin

@@ -17,7 +17,7 @@ from typing import Iterator
 
 import pytest
 
-from parity import STRATEGY, assert_same, run_both
+from parity import STRATEGY, assert_same, lost_the_pipe_race, run_both
 from runner import PASSWORD, inventory, run_playbook
 from testbed.dropping import DroppingPort
 from testbed.procs import pgrep
@@ -346,13 +346,12 @@ def _password_inventory(sshd, account: str) -> str:
 
 
 def _past_vanillas_broken_pipe(vanilla, ours, refused: tuple, words: str):
-    """Vanilla's own race: when ssh refuses and exits before the module is
-    written to it, vanilla says "[Errno 32] Broken pipe" (seen on 2.21);
-    when the race goes the other way it gives ssh's words.  Ours must always
-    give ssh's words: check that, and leave that result out of the runs so
-    the rest can be compared whole."""
-    if not vanilla.by_task()[refused]['result']['msg'].endswith(
-            '[Errno 32] Broken pipe'):
+    """Vanilla's own race (parity.lost_the_pipe_race): when ssh refuses
+    and exits before the module is written to it, vanilla says "[Errno 32]
+    Broken pipe" (seen on 2.21); when the race goes the other way it gives
+    ssh's words.  Ours must always give ssh's words: check that, and leave
+    that result out of the runs so the rest can be compared whole."""
+    if not lost_the_pipe_race(vanilla.by_task()[refused]):
         return vanilla, ours
     mine = ours.by_task()[refused]
     assert mine['status'] == 'unreachable', mine
