@@ -47,16 +47,6 @@ def copy_sources(packages: list[str], into: str) -> None:
                         ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
 
 
-def check_target(python: str, module: str) -> None:
-    script = ('import sys, importlib.util; print(sys.version_info[:2] == '
-              '%r, importlib.util.find_spec(%r) is None)'
-              % (tuple(sys.version_info[:2]), module.split('.')[0]))
-    if subprocess.check_output([python, '-c', script]).split() != \
-            [b'True', b'True']:
-        raise SystemExit('%s: must have our minor version and lack %s'
-                         % (python, module))
-
-
 def trial(tool: str, tree: str, python: str, module: str) -> dict:
     """One tool's import in this (fresh) process."""
     sys.dont_write_bytecode = True
@@ -106,7 +96,8 @@ def main() -> None:
         print(json.dumps(trial(args.trial, args.tree, args.python,
                                args.module)))
         return
-    check_target(args.python, args.module)
+    from tree_imports import check_target
+    check_target(args.python, args.module, same_minor=True)
     tree = tempfile.mkdtemp(prefix='plasmid-sources-')
     try:
         copy_sources(args.packages.split(','), tree)
