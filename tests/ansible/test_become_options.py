@@ -7,6 +7,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 from runner import inventory, run_playbook
 from parity import assert_same
 from testbed.accounts import USER_B
@@ -67,6 +69,7 @@ SU_WITHOUT_PASSWORD = """
 """ % USER_B
 
 
+@pytest.mark.edge_releases
 def test_su_without_a_password_fails_as_under_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla's ssh plugin expects no prompt without a password, so it
@@ -127,6 +130,7 @@ REFUSED = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_become_program_that_will_not_start_fails_as_under_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Where sudo or su refuses to run for a reason other than a password
@@ -178,6 +182,7 @@ ASKS_FOR_A_CODE = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_prompt_nobody_can_answer_fails_as_under_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla waits `timeout` + 2 s for the become program's prompt or

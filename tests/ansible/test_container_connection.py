@@ -5,11 +5,16 @@ same results, while modules run from RAM in an interpreter kept for the
 run."""
 from __future__ import annotations
 
+import pytest
+
 import parity
 from containers import (NO_PYTHON, assert_no_python_as_vanilla,
                         container_inventory)
 from runner import run_playbook
 from parity import assert_same
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
 
 
 def run_podman(ansible_bin: str, tmp_path, book: str, container: str,
@@ -66,14 +71,14 @@ PARITY = """
 
 
 def test_container_tasks_match_containers_podman(
-        edge_ansible_bin, newest_ansible_bin, podman_container,
+        ansible_bin, newest_ansible_bin, podman_container,
         containers_podman, tmp_path):
     parity.prepare_files(tmp_path)
-    vanilla = run_podman(edge_ansible_bin, tmp_path, PARITY, podman_container,
+    vanilla = run_podman(ansible_bin, tmp_path, PARITY, podman_container,
                          containers_podman, False)
     assert vanilla.rc == 0, vanilla.output
     (tmp_path / 'fetched.txt').unlink()
-    ours = run_podman(edge_ansible_bin, tmp_path, PARITY, podman_container,
+    ours = run_podman(ansible_bin, tmp_path, PARITY, podman_container,
                       containers_podman, True)
     assert ours.rc == 0, ours.output
     assert_same(vanilla, ours)
@@ -88,17 +93,17 @@ def test_container_tasks_match_containers_podman(
     stats = ours.stats
     assert stats['module_runs'] >= 15, stats
     assert stats['contexts'] <= 6, stats
-    for env in parity.optional_modes(edge_ansible_bin, newest_ansible_bin):
+    for env in parity.optional_modes(ansible_bin, newest_ansible_bin):
         (tmp_path / 'fetched.txt').unlink()
-        again = run_podman(edge_ansible_bin, tmp_path, PARITY,
+        again = run_podman(ansible_bin, tmp_path, PARITY,
                            podman_container, containers_podman, True, env)
         assert_same(vanilla, again)
 
 
 def test_twenty_tasks_take_one_interpreter_in_the_container(
-        edge_ansible_bin, podman_container, containers_podman, tmp_path):
+        ansible_bin, podman_container, containers_podman, tmp_path):
     from testbed import containers
-    ours = run_podman(edge_ansible_bin, tmp_path, parity.TWENTY,
+    ours = run_podman(ansible_bin, tmp_path, parity.TWENTY,
                       podman_container, containers_podman, True)
     assert ours.rc == 0, ours.output
     assert ours.stats['module_runs'] == 20, ours.stats
@@ -122,11 +127,11 @@ UNREACHABLE = """
 
 
 def test_a_missing_container_is_unreachable_as_in_vanilla(
-        edge_ansible_bin, podman_container, containers_podman, tmp_path):
+        ansible_bin, podman_container, containers_podman, tmp_path):
     absent = podman_container + '-absent'
-    vanilla = run_podman(edge_ansible_bin, tmp_path, UNREACHABLE, absent,
+    vanilla = run_podman(ansible_bin, tmp_path, UNREACHABLE, absent,
                          containers_podman, False)
-    ours = run_podman(edge_ansible_bin, tmp_path, UNREACHABLE, absent,
+    ours = run_podman(ansible_bin, tmp_path, UNREACHABLE, absent,
                       containers_podman, True)
     mine = ours.by_task()[('box', 'pipelined')]
     assert mine['status'] == \

@@ -12,6 +12,9 @@ from runner import inventory
 from testbed.doas import doas_installed, doas_rules
 from parity import run_both
 
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
+
 
 BOOK = """
 - hosts: targets

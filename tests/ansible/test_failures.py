@@ -80,6 +80,7 @@ CRASHES = """
 """
 
 
+@pytest.mark.edge_releases
 def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
                                           sshd, tmp_path):
     (tmp_path / 'library').mkdir()
@@ -154,6 +155,7 @@ UNREMOVABLE_TEMP_DIR = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_temp_dir_that_cannot_be_removed_fails_no_task(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla warns when a task's temp dir cannot be removed; removing it
@@ -218,6 +220,7 @@ TOO_OLD_INTERPRETER = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_python_too_old_for_the_module_fails_it_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """ansible-core's modules do not compile on Python 3.6: the module
@@ -252,6 +255,7 @@ MISSING_INTERPRETER = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_missing_interpreter_fails_the_task_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla runs the interpreter's command and reports what the shell
@@ -299,6 +303,7 @@ def _lost_the_pipe_race(run) -> bool:
     return module is not None and lost_the_pipe_race(module)
 
 
+@pytest.mark.edge_releases
 def test_a_host_without_python_works_as_in_vanilla(
         ansible_bin, ansible_account, sshd_without_python, tmp_path):
     """Where no Python starts, commands and files go through ansible-core's
@@ -434,6 +439,7 @@ MEANWHILE = {'between': 'pause: {seconds: 3}',
              'during': 'command: %s' % BROKER_SLEEP}
 
 
+@pytest.mark.edge_releases
 @pytest.mark.parametrize('when', sorted(MEANWHILE))
 @pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
 def test_a_broker_killed_mid_run_is_replaced_for_the_next_task(
@@ -505,6 +511,7 @@ SLEEP = 'sleep 300.%d' % (os.getpid() % 100000)
 CONTEXT = r'exec\(zlib\.decompress'
 
 
+@pytest.mark.edge_releases
 def test_a_python_slower_to_start_than_the_timeout_still_runs(
         ansible_bin, ansible_account, sshd, tmp_path) -> None:
     """`timeout` bounds ssh's connection (its ConnectTimeout), as under

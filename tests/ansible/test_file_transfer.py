@@ -7,6 +7,8 @@ import base64
 import os
 import time
 
+import pytest
+
 from parity import STRATEGY, assert_same
 from runner import inventory, run_playbook
 
@@ -67,6 +69,7 @@ LARGE_FILE = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_large_file_streams_with_a_bounded_window(ansible_bin,
                                                     ansible_account, sshd,
                                                     tmp_path):
@@ -144,6 +147,7 @@ LARGE_RESULT = """
 """ % (4 * ((LARGE_RESULT_BYTES + 2) // 3))
 
 
+@pytest.mark.edge_releases
 def test_a_result_above_the_default_message_limit_arrives(
         ansible_bin, ansible_account, sshd, tmp_path):
     """A result larger than the broker's hold_above (64 MiB, the core's

@@ -38,6 +38,7 @@ DELEGATED = """
 """
 
 
+@pytest.mark.edge_releases
 @pytest.mark.parametrize('extra', [{}, STRATEGY], ids=['plugin', 'strategy'])
 def test_many_hosts_delegating_to_one_at_once_match_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path, extra):

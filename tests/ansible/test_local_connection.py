@@ -3,9 +3,14 @@ playbooks give the same results, in the same directory and environment,
 while modules run from RAM in interpreters kept for the run."""
 from __future__ import annotations
 
+import pytest
+
 import parity
 from parity import assert_same
 from runner import BECOME_PLUGINS, run_playbook
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
 
 
 def local_inventory(connection: str, extra: str = '') -> str:
@@ -56,15 +61,15 @@ PARITY = """
 
 
 def test_local_tasks_match_ansible_cores_local(
-        edge_ansible_bin, ansible_account, newest_ansible_bin, tmp_path,
+        ansible_bin, ansible_account, newest_ansible_bin, tmp_path,
         monkeypatch):
     parity.prepare_files(tmp_path)
     monkeypatch.setenv('PLASMID_LOCAL_MARK', 'from-the-controller')
     book = PARITY.replace('{{ become_to }}', ansible_account)
-    vanilla = run_local(edge_ansible_bin, tmp_path, book, False)
+    vanilla = run_local(ansible_bin, tmp_path, book, False)
     assert vanilla.rc == 0, vanilla.output
     (tmp_path / 'fetched.txt').unlink()
-    ours = run_local(edge_ansible_bin, tmp_path, book, True)
+    ours = run_local(ansible_bin, tmp_path, book, True)
     assert ours.rc == 0, ours.output
     assert_same(vanilla, ours)
     results = {r['task']: r['result'] for r in ours.results}
@@ -83,14 +88,14 @@ def test_local_tasks_match_ansible_cores_local(
     assert stats['module_runs'] >= 15, stats
     assert stats.get('shell_as_given', 0) == 0, stats
     assert stats['contexts'] <= 5, stats
-    for env in parity.optional_modes(edge_ansible_bin, newest_ansible_bin):
+    for env in parity.optional_modes(ansible_bin, newest_ansible_bin):
         (tmp_path / 'fetched.txt').unlink()
-        again = run_local(edge_ansible_bin, tmp_path, book, True, env)
+        again = run_local(ansible_bin, tmp_path, book, True, env)
         assert_same(vanilla, again)
 
 
-def test_twenty_tasks_take_one_interpreter(edge_ansible_bin, tmp_path):
-    ours = run_local(edge_ansible_bin, tmp_path, parity.TWENTY, True)
+def test_twenty_tasks_take_one_interpreter(ansible_bin, tmp_path):
+    ours = run_local(ansible_bin, tmp_path, parity.TWENTY, True)
     assert ours.rc == 0, ours.output
     assert ours.stats['module_runs'] == 20, ours.stats
     assert ours.stats['contexts'] == 1, ours.stats
@@ -116,11 +121,11 @@ NOT_HOSTED = """
 
 
 def test_what_we_do_not_host_runs_and_fails_as_vanilla_says(
-        edge_ansible_bin, ansible_account, tmp_path):
+        ansible_bin, ansible_account, tmp_path):
     book = NOT_HOSTED.replace('{{ become_to }}', ansible_account)
     env = {'ANSIBLE_BECOME_PLUGINS': BECOME_PLUGINS}
-    vanilla = run_local(edge_ansible_bin, tmp_path, book, False, env)
-    ours = run_local(edge_ansible_bin, tmp_path, book, True, env)
+    vanilla = run_local(ansible_bin, tmp_path, book, False, env)
+    ours = run_local(ansible_bin, tmp_path, book, True, env)
     assert_same(vanilla, ours)
     results = ours.by_task()
     assert results[('here', 'a become plugin we do not host')][

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from runner import BECOME_PLUGINS, inventory, run_playbook
 from parity import STRATEGY, assert_same
 from testbed.accounts import USER_B
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
 
 BOOK = """
 - hosts: targets

@@ -101,6 +101,7 @@ def test_the_strategy_starts_the_broker_before_a_task_needs_it(
     assert plain.stats == {}
 
 
+@pytest.mark.edge_releases
 def test_the_optional_strategy_refuses_an_unknown_worker_mode(
         ansible_bin, ansible_account, sshd, tmp_path):
     inv = inventory(sshd, ansible_account)
@@ -134,6 +135,7 @@ TIMEOUTS = """
 """
 
 
+@pytest.mark.edge_releases
 def test_tasks_with_a_timeout_match_vanilla_under_the_strategy(
         ansible_bin, ansible_account, sshd, tmp_path):
     inv = inventory(sshd, ansible_account)
@@ -167,6 +169,7 @@ ORPHANED = """
 """
 
 
+@pytest.mark.edge_releases
 @pytest.mark.parametrize('mode', ['plugin', 'strategy'])
 def test_a_timed_out_command_does_not_hold_up_the_next_task(
         ansible_bin, ansible_account, sshd, tmp_path, mode):
@@ -353,6 +356,7 @@ FAILURES = """
 """
 
 
+@pytest.mark.edge_releases
 def test_failed_hosts_and_batches_match_vanilla(ansible_bin, ansible_account,
                                                 sshd, tmp_path):
     """How a failure ends a host, a batch or a play (serial,
@@ -575,6 +579,7 @@ MORE_MODULES = """
 """
 
 
+@pytest.mark.edge_releases
 def test_more_modules_match_vanilla(ansible_bin, ansible_account, sshd,
                                     community_general, ansible_posix,
                                     tmp_path, monkeypatch):
@@ -667,6 +672,7 @@ LIFECYCLE = """
 """
 
 
+@pytest.mark.edge_releases
 def test_password_become_async_and_reset_match_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     from testbed import USER_B
@@ -735,6 +741,7 @@ AD_HOC = [('-m', 'ping'), ('-b', '-m', 'command', '-a', 'id -un'),
           ('-m', 'shell', '-a', 'echo out; exit 3')]
 
 
+@pytest.mark.edge_releases
 def test_ad_hoc_commands_match_vanilla(ansible_bin, ansible_account, sshd,
                                        tmp_path):
     """The ``ansible`` command goes through the plugin too: its own broker
@@ -768,6 +775,7 @@ UNPIPELINED = """
 """
 
 
+@pytest.mark.edge_releases
 def test_pipelining_switched_off_runs_modules_from_disk(
         ansible_bin, ansible_account, sshd, tmp_path):
     """With pipelining set false (ansible-core's own default, which ours
@@ -799,6 +807,7 @@ REQUIRETTY = """
 """
 
 
+@pytest.mark.edge_releases
 def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
                                               sshd, tmp_path, requiretty):
     """Under ``requiretty`` vanilla needs pipelining off (ssh -tt); the
@@ -841,6 +850,7 @@ DELETE_BECOME_USER = """
 """
 
 
+@pytest.mark.edge_releases
 def test_deleting_an_account_we_became_works_as_in_vanilla(
         ansible_bin, ansible_account, doomed_account, sshd, tmp_path):
     """Our interpreter running as the account would make userdel refuse
@@ -874,6 +884,7 @@ RAW_TERMINAL = """
 """ % {'glibc': '0x180000000'}
 
 
+@pytest.mark.edge_releases
 def test_raw_commands_start_as_under_sshd(ansible_bin, ansible_account, sshd,
                                           tmp_path):
     """ssh -tt announces the client's TERM with the terminal it asks for,

@@ -9,8 +9,13 @@ The command backgrounds that work, as reboot commands do: under sudo it
 must outlive the command that started it."""
 from __future__ import annotations
 
+import pytest
+
 from runner import inventory, run_playbook
 from parity import STRATEGY, assert_same
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
 
 REBOOT = """
 - hosts: targets

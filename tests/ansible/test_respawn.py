@@ -10,6 +10,9 @@ from runner import inventory, run_playbook
 from parity import STRATEGY, assert_same
 from testbed.pythons import require_python
 
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
+
 RESPAWNER = '''#!/usr/bin/python
 import sys
 from ansible.module_utils.basic import AnsibleModule

@@ -106,6 +106,7 @@ UNREACHABLE_AS = {
 }
 
 
+@pytest.mark.edge_releases
 @pytest.mark.parametrize('case', sorted(UNREACHABLE_AS))
 def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
                                         tmp_path, case):
@@ -223,6 +224,7 @@ RETRIED = """
 """
 
 
+@pytest.mark.edge_releases
 @pytest.mark.parametrize('retries', [0, 1])
 def test_a_login_dropped_once_is_tried_again_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path, retries):
@@ -372,6 +374,7 @@ def _assert_password_refusals_match(vanilla, ours, account: str) -> None:
     assert 'Traceback' not in ours.output
 
 
+@pytest.mark.edge_releases
 def test_a_login_password_and_its_refusal_match_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """ansible_password logs in (no sshpass needed here), and a wrong one
@@ -590,6 +593,7 @@ DROPPED = """
 """
 
 
+@pytest.mark.edge_releases
 def test_a_connection_dropped_between_tasks_is_made_again(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla's next task simply logs in again (it holds no session

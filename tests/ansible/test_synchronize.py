@@ -10,8 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
+
 from runner import inventory, run_playbook
 from parity import STRATEGY, assert_same
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
 
 SYNC = """
 - hosts: targets
