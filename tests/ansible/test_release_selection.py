@@ -25,12 +25,14 @@ def collected(*args: str, every_release: bool = False) -> list[str]:
     env.pop('PLASMID_EVERY_RELEASE', None)
     if every_release:
         env['PLASMID_EVERY_RELEASE'] = '1'
-    out = subprocess.run(
+    done = subprocess.run(
         [sys.executable, '-m', 'pytest', '--collect-only', '-q',
          '-p', 'no:cacheprovider', *args, HERE],
-        env=env, capture_output=True, text=True, timeout=300).stdout
-    return [line.split('tests/ansible/', 1)[-1] for line in out.splitlines()
-            if '::' in line]
+        env=env, capture_output=True, text=True, timeout=300)
+    # A broken collection must fail here, not leave empty lists behind.
+    assert done.returncode == 0, done.stdout + done.stderr
+    return [line.split('tests/ansible/', 1)[-1]
+            for line in done.stdout.splitlines() if '::' in line]
 
 
 def guarding_names() -> set[str]:
