@@ -1,7 +1,7 @@
 """Imports over ssh at 50 ms RTT: plasmid vs Mitogen, packages the target lacks.
 
     sudo python3 bench/imports.py [--reps 5] [--latency-ms 25] [--python PATH]
-                                  [--master-imports]
+                                  [--master-imports] [--compiler target|none]
 
 Needs root: it starts the tests' private sshd (tests/testbed/sshd.py) on
 127.0.0.1 behind a toxiproxy adding ``--latency-ms`` each way (default 25 ms,
@@ -15,8 +15,16 @@ pyenv Python of the nearest minor version to the master's -- newer first,
 3.10 or later, as Django 5 needs -- on which ``import django`` and ``import
 requests`` fail; checked over ssh as the account before anything is timed).
 A target of the master's own minor version (``--python /usr/bin/python3``
-beside a 3.11 master, say) gets the master's bytecode and does not compile;
-the default target, of another version, compiles the source.
+beside a 3.11 master, say) gets the master's bytecode and does not compile.
+The default target is of another version: with ``--compiler target``
+(default) the master is given the target's interpreter (it is on this
+machine) to compile for contexts of that version (``Router(compilers=
+{'X.Y': python})``), as a controller with that Python installed does; its
+first context compiles the source while the helper compiles in the
+background, and the script waits for the helper after the warm-up trial, so
+the timed trials get its bytecode.  ``--compiler none``: the target
+compiles the source every time.  The master's disk cache is a fresh
+directory for the run, so the warm-up starts cold.
 
 Each trial opens a fresh ssh context with one tool, reads the context's
 importer state (``importer_fns.importer_state``; importer_fns itself
@@ -40,7 +48,8 @@ What is counted, per trial (differences between the two state readings):
 * source KiB: the zlib-compressed source of those modules, as each tool
   sent it (plasmid compresses at level 6, Mitogen at 9).
 * bytecode KiB: the compressed bytecode that came beside the source
-  (plasmid, only to a target of the master's own minor version).
+  (plasmid: the master's for a target of its own minor version, the
+  helper's for another).
 * never imported: received modules not in the child's ``sys.modules``
   after the import (same rule for both tools; a module whose import failed
   counts too).
@@ -410,7 +419,8 @@ def run(server: SshServer, args) -> None:
           'for both' % (args.latency_ms, rtt,
                         '.'.join(map(str, mitogen.__version__))))
     results: dict[str, dict] = {}
-    with plasmid.Router() as prouter, \
+    compilers = chosen_compilers(python, version, args.compiler)
+    with plasmid.Router(compilers=compilers) as prouter, \
             latency_proxy(server.port, args.latency_ms) as proxy:
         broker = mitogen.master.Broker()
         try:
@@ -424,6 +434,8 @@ def run(server: SshServer, args) -> None:
                 section('%s in a fresh ssh context, %d ms RTT, %d reps after '
                         '1 warm-up' % (module, rtt, args.reps))
                 first = {tool: trials.run(tool, module) for tool in TOOLS}
+                if compilers:
+                    wait_for_helper(prouter)
                 runs: dict[str, list[dict]] = {tool: [] for tool in TOOLS}
                 reference: list[float] = []
                 src = copy_sources(packages_of(first))
@@ -447,6 +459,36 @@ def run(server: SshServer, args) -> None:
             broker.shutdown()
             broker.join()
     report_targets(results)
+
+
+def chosen_compilers(python: str, version: str,
+                     choice: str) -> Optional[dict[str, str]]:
+    """The Router's ``compilers`` for a target *python* of *version*."""
+    minor = '.'.join(version.split('.')[:2])
+    if minor == '%d.%d' % sys.version_info[:2]:
+        print('master: the target is of its own minor version: it sends its '
+              'own bytecode')
+        return None
+    if choice == 'none':
+        print('master: no compiler for Python %s (--compiler none): the '
+              'target compiles the source' % minor)
+        return None
+    print('master: compiles for Python %s contexts with %s (--compiler '
+          'target)' % (minor, python))
+    return {minor: python}
+
+
+def wait_for_helper(prouter: plasmid.Router) -> None:
+    """Let the helper finish what the warm-up queued, and say what it
+    took."""
+    compilers = prouter.responder.compilers
+    start = time.perf_counter()
+    if not compilers.wait_idle(300):
+        sys.exit('the helper did not finish compiling within 300 s')
+    print('helper: %d modules compiled so far, for the timed trials; done '
+          '%.2f s after the warm-up ended' % (
+              sum(1 for code in compilers.known.values() if code),
+              time.perf_counter() - start))
 
 
 def packages_of(first: dict) -> list[str]:
@@ -532,13 +574,19 @@ def main() -> None:
                         help='target interpreter (default: see the docstring)')
     parser.add_argument('--master-imports', action='store_true',
                         help='import the modules in the master first')
+    parser.add_argument('--compiler', choices=['target', 'none'],
+                        default='target',
+                        help='compile for a target of another version with '
+                        'its interpreter (default), or not')
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason:
         sys.exit('cannot run: ' + reason)
     print('# imports over ssh at %d ms RTT -- %s' % (
         2 * args.latency_ms, benchlib.machine_line()))
-    with private_testbed() as server:
+    with private_testbed() as server, \
+            tempfile.TemporaryDirectory(prefix='plasmid-bench-cache-') as fresh:
+        os.environ['PLASMID_CACHE_DIR'] = fresh  # a cold start, every run
         run(server, args)
     print()
     print('# load avg at the end: %s' % ' '.join('%.2f' % x for x in os.getloadavg()))

@@ -12,6 +12,13 @@ only in a directory and a file that this user owns and no one else may
 write, as ssh treats its own files.  Anything else (no home, a full disk,
 a foreign or corrupt entry) means building in memory, as without a cache.
 
+Two shapes of entry: ``load_or_build`` keys an entry by everything it is
+derived from (a new key per edit; the newest KEEP of a kind stay);
+``read``/``write`` keep one entry under a fixed name, which the caller
+checks against what it was derived from (a module's bytecode for another
+Python, ``master/compilers``: one entry per module file, replaced when
+its source changes).
+
 The directory is ``$PLASMID_CACHE_DIR``, else ``$XDG_CACHE_HOME/plasmid``,
 else ``~/.cache/plasmid``; ``PLASMID_CACHE_DIR=off`` turns the cache off.
 """
@@ -61,16 +68,31 @@ def load_or_build(kind: str, parts: Iterable[bytes],
                   build: Callable[[], bytes]) -> bytes:
     """The cached bytes for *kind* and *parts*, or ``build()`` (stored for
     the next process when the directory allows)."""
-    where = directory()
-    if where is None:
-        return build()
-    path = os.path.join(where, '%s-%s' % (kind, key(parts)))
-    data = _unsealed(_read_trusted(where, path))
+    name = '%s-%s' % (kind, key(parts))
+    data = read(name)
     if data is None:
         data = build()
-        if _store(where, path, _sealed(data)):
-            _prune(where, kind)
+        if write(name, data):
+            _prune(directory(), kind)
     return data
+
+
+def read(name: str) -> Optional[bytes]:
+    """Entry *name*'s bytes, or None: absent, damaged, not trusted, or the
+    cache is off."""
+    where = directory()
+    if where is None:
+        return None
+    return _unsealed(_read_trusted(where, os.path.join(where, name)))
+
+
+def write(name: str, data: bytes) -> bool:
+    """Store *data* as entry *name* (replacing it); False if the cache is
+    off or the directory does not allow it."""
+    where = directory()
+    if where is None:
+        return False
+    return _store(where, os.path.join(where, name), _sealed(data))
 
 
 def _sealed(data: bytes) -> bytes:
@@ -136,8 +158,10 @@ def _store(where: str, path: str, data: bytes) -> bool:
         return False
 
 
-def _prune(where: str, kind: str) -> None:
+def _prune(where: Optional[str], kind: str) -> None:
     """Keep the newest KEEP entries of *kind*."""
+    if where is None:
+        return
     try:
         paths = [os.path.join(where, n) for n in os.listdir(where)
                  if n.startswith(kind + '-')]

@@ -47,6 +47,7 @@ from plasmid.core.importer import ModuleEntry
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
                                  LOAD_MODULE)
 from plasmid.master import bootstrap, scanner
+from plasmid.master.compilers import ForeignCompilers
 
 LOG = logging.getLogger('plasmid.master.modules')
 
@@ -367,6 +368,9 @@ class ModuleResponder:
         # (see _code_for).
         self.pythons: dict[int, tuple] = {}
         self.send_bytecode = True
+        # Bytecode for children on other Python 3 versions (set by the
+        # Router): None, or helpers of those versions compile it.
+        self.compilers: Optional[ForeignCompilers] = None
         # LOAD_MODULE messages per (context, module): for tests and
         # benchmarks, to show each module crosses each link once.
         self.messages_sent: collections.Counter = collections.Counter()
@@ -539,25 +543,43 @@ class ModuleResponder:
         return packed
 
     def _code_for(self, child: int, entry: ModuleEntry) -> Optional[tuple]:
-        """``(magic, compressed marshalled code)`` of *entry* for a child
-        whose Python is of this one's version, else None.  Compiling is
-        most of what importing a large package costs a context (Django's
-        models: ~0.4 s of ~0.5 s); the code costs about twice the bytes of
-        the compressed source, which still travels (tracebacks show it).
-        The child checks the magic number itself."""
+        """``(magic, compressed marshalled code)`` of *entry* for *child*:
+        this Python's for a child of its version, a helper's for another
+        Python 3 (``compilers``, when it has compiled it), else None.
+        Compiling is most of what importing a large package costs a
+        context (Django's models: ~0.4 s of ~0.5 s); the code costs about
+        twice the bytes of the compressed source, which still travels
+        (tracebacks show it).  The child checks the magic number itself."""
         compiled = self.graph.compiled.pop(entry.name, None)
-        if not self.send_bytecode or entry.source is None or \
-                sys.flags.optimize or \
-                self.pythons.get(child) != tuple(sys.version_info[:2]):
+        version = self.pythons.get(child)
+        if not self.send_bytecode or entry.source is None or version is None:
             return None
+        if version == tuple(sys.version_info[:2]):
+            code = self._own_code(entry, compiled)
+        elif self.compilers is not None and version[0] >= 3:
+            code = self.compilers.code(version, entry)
+        else:
+            return None  # Python 2 runs no code it is sent
+        if code is None or len(code[1]) + len(self._compressed(entry)) > \
+                self.router.max_message // 2:
+            return None
+        return code
+
+    def _own_code(self, entry: ModuleEntry,
+                  compiled: Optional[types.CodeType]) -> Optional[tuple]:
+        if sys.flags.optimize:
+            return None  # a context runs without -O: it compiles itself
         if entry.name not in self.compressed_code:
             self.compressed_code[entry.name] = _compressed_code(
                 entry, self.finder.unchanged(entry), compiled)
         packed = self.compressed_code[entry.name]
-        if packed is None or len(packed) + len(self._compressed(entry)) > \
-                self.router.max_message // 2:
-            return None
-        return (importlib.util.MAGIC_NUMBER, packed)
+        return None if packed is None else \
+            (importlib.util.MAGIC_NUMBER, packed)
+
+    def close(self) -> None:
+        """Stop the helpers that compile for other Python versions."""
+        if self.compilers is not None:
+            self.compilers.close()
 
     def _send(self, child: int, entry: ModuleEntry, **fields) -> None:
         self.messages_sent[(child, entry.name)] += 1

@@ -26,6 +26,8 @@ from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
                                  SHUTDOWN, Router as CoreRouter)
 from plasmid.master.booting import Boot, BootingFuture
 from plasmid.master.bootstrap import build_blob
+from plasmid.master.compilers import (FROM_PATH, ForeignCompilers,
+                                      Interpreters, checked_interpreters)
 from plasmid.master.modules import ModuleResponder
 
 MASTER_ID = 0
@@ -229,13 +231,22 @@ class Router:
     def __init__(self, threaded: bool = False,
                  max_message_size: int = DEFAULT_MAX_MESSAGE,
                  shutdown_timeout: float = 5.0,
-                 send_bytecode: bool = True) -> None:
+                 send_bytecode: bool = True,
+                 compilers: Interpreters = FROM_PATH) -> None:
+        """*compilers*: where the master finds a Python of a context's
+        version, other than its own, to compile the modules it sends
+        that context: ``'path'`` (``pythonX.Y`` on PATH), a mapping of
+        ``'X.Y'`` to an interpreter, or None (such contexts compile what
+        they import).  *send_bytecode* False: every context compiles."""
+        interpreters = checked_interpreters(compilers)
         self.loop = Loop()
         self.core = CoreRouter(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
-        # Off: contexts on this Python's version compile what they import,
-        # as the others do (fewer bytes, more target CPU; a slow link).
+        # Off: contexts compile what they import (fewer bytes, more target
+        # CPU; a slow link).
         self.responder.send_bytecode = send_bytecode
+        if send_bytecode and interpreters is not None:
+            self.responder.compilers = ForeignCompilers(interpreters)
         self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
         self.core.add_handler(HELLO, self._on_hello, FROM_CHILD)
         self.boots: dict[int, Boot] = {}  # direct children still booting
@@ -653,6 +664,7 @@ class Router:
             if stream.process is not None:
                 spawn.reap(stream.process, max(0.1, deadline - time.time()))
             self._release(stream)
+        self.responder.close()
         self.loop.close()
         _live_routers.discard(self)
 

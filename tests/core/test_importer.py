@@ -276,8 +276,10 @@ def test_a_first_call_brings_bytecode_to_a_context_on_this_python(
 @pytest.mark.parametrize('how', ['another-version', 'optimized',
                                  'turned-off'])
 def test_other_contexts_compile_the_source(tree: str, how: str) -> None:
-    # Another version gets no bytecode; a context under -O refuses it (its
-    # code must leave asserts out); Router(send_bytecode=False) sends none.
+    # The first context of another version gets no bytecode (a helper
+    # compiles for later ones: tests/master/test_compilers.py); a context
+    # under -O refuses it (its code must leave asserts out);
+    # Router(send_bytecode=False) sends none.
     python = {'another-version': require_python(_another_minor()),
               'optimized': [sys.executable, '-O'],
               'turned-off': sys.executable}[how]

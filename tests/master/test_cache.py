@@ -113,6 +113,23 @@ def test_only_the_newest_entries_of_a_kind_stay(cache_dir):
     assert len([n for n in kept if n.startswith('other-')]) == 1
 
 
+def test_a_named_entry_is_replaced_in_place(cache_dir):
+    assert cache.read('code3.12-x') is None
+    assert cache.write('code3.12-x', b'one')
+    assert cache.read('code3.12-x') == b'one'
+    assert cache.write('code3.12-x', b'two')
+    assert cache.read('code3.12-x') == b'two'
+    assert entries(cache_dir) == ['code3.12-x']
+    os.chmod(cache_dir, 0o770)  # then others may write it: not trusted
+    assert cache.read('code3.12-x') is None
+
+
+def test_named_entries_with_the_cache_off(monkeypatch):
+    monkeypatch.setenv(cache.ENV, 'off')
+    assert not cache.write('code3.12-x', b'one')
+    assert cache.read('code3.12-x') is None
+
+
 BLOB = """
 import hashlib, sys
 sys.path.insert(0, %r)

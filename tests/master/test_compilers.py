@@ -1,0 +1,203 @@
+"""plasmid/master/compilers.py: contexts on another Python version than the
+master's get bytecode a helper of their version compiled, from the second
+context on (or the first, from the disk cache); whatever goes wrong with a
+helper, they get source and compile it themselves, and nothing waits.
+
+Counted, never timed: which files a context compiled during an import."""
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+from typing import Iterator
+
+import pytest
+
+_CORE_TESTS = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'core')
+if _CORE_TESTS not in sys.path:
+    sys.path.insert(0, _CORE_TESTS)
+
+import import_fns  # noqa: E402
+from master_path import on_master_path  # noqa: E402
+import plasmid  # noqa: E402
+from plasmid.core.importer import ModuleEntry  # noqa: E402
+from plasmid.master import cache, compilers  # noqa: E402
+from testbed.pythons import require_python  # noqa: E402
+
+# Not the master's minor version: a context there cannot run its code.
+FOREIGN = '3.12' if sys.version_info[:2] != (3, 12) else '3.11'
+FOREIGN_VERSION = tuple(int(n) for n in FOREIGN.split('.'))
+FILES = {
+    'impforeign/__init__.py': 'from impforeign import one, two\n',
+    'impforeign/one.py': 'VALUE = 1\n',
+    'impforeign/two.py': 'from impforeign.one import VALUE\n'
+                         'DOUBLE = 2 * VALUE\n',
+}
+MODULES = ['impforeign', 'impforeign.one', 'impforeign.two']
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch) -> Iterator[str]:
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    root = str(tmp_path / 'tree')
+    import_fns.write_tree(root, FILES)
+    with on_master_path(root, 'impforeign'):
+        yield root
+
+
+@pytest.fixture
+def foreign_python() -> str:
+    return require_python(FOREIGN)
+
+
+def compiled_by_context(router: plasmid.Router, python: str) -> list[str]:
+    """The tree's files a fresh context on *python* compiled to import
+    the package (the master's code ran for the others)."""
+    ctx = router.local(python_path=python)
+    try:
+        names = ctx.call(import_fns.compiles_during_import, 'impforeign',
+                         'impforeign')
+        assert ctx.call(import_fns.attribute, 'impforeign.two',
+                        'DOUBLE') == 2
+    finally:
+        ctx.shutdown(wait=True)
+    return [os.path.relpath(n).split('impforeign' + os.sep, 1)[-1]
+            for n in names]
+
+
+def helpers_of(router: plasmid.Router) -> compilers.ForeignCompilers:
+    found = router.responder.compilers
+    assert found is not None
+    return found
+
+
+def test_a_later_context_of_another_version_runs_the_helpers_code(
+        tree, foreign_python) -> None:
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        # The first compiles as without a helper: nothing waited for it.
+        assert compiled_by_context(router, foreign_python) == \
+            ['__init__.py', 'one.py', 'two.py']
+        assert helpers_of(router).wait_idle(60)
+        assert sorted(name for (version, name), code
+                      in helpers_of(router).known.items()
+                      if version == FOREIGN_VERSION and code) == MODULES
+        assert compiled_by_context(router, foreign_python) == []
+        helper = helpers_of(router).helpers[FOREIGN_VERSION]
+    # Shutting the router down ended the helper.
+    assert helper is not None and helper.process.poll() is not None
+
+
+def test_the_next_master_serves_the_code_from_the_disk_cache(
+        tree, foreign_python) -> None:
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        compiled_by_context(router, foreign_python)
+        assert helpers_of(router).wait_idle(60)
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        assert compiled_by_context(router, foreign_python) == []
+        # Nothing was queued: no helper started.
+        assert helpers_of(router).helpers == {}
+
+
+def test_code_cached_for_other_source_is_not_used(
+        tree, foreign_python) -> None:
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        compiled_by_context(router, foreign_python)
+        assert helpers_of(router).wait_idle(60)
+    with open(os.path.join(tree, 'impforeign', 'one.py'), 'w') as handle:
+        handle.write('VALUE = 1  # edited\n')
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        assert compiled_by_context(router, foreign_python) == ['one.py']
+
+
+def test_a_helper_that_cannot_start_or_is_another_version_leaves_source(
+        tree, foreign_python, caplog) -> None:
+    other = require_python('3.13' if FOREIGN != '3.13' else '3.10')
+    for python, said in [('/nonexistent/python', 'did not start'),
+                         (other, 'is Python 3.')]:
+        caplog.clear()
+        with plasmid.Router(compilers={FOREIGN: python}) as router:
+            for _ in range(2):
+                assert compiled_by_context(router, foreign_python) == \
+                    ['__init__.py', 'one.py', 'two.py']
+                assert helpers_of(router).wait_idle(60)
+            assert helpers_of(router).helpers == {FOREIGN_VERSION: None}
+        warnings = [r.getMessage() for r in caplog.records
+                    if r.name == 'plasmid.master.compilers' and
+                    r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and said in warnings[0], warnings
+
+
+def test_a_silent_helper_is_killed_at_the_timeout(
+        tree, foreign_python, tmp_path, monkeypatch, caplog) -> None:
+    # It says hello as a helper of the right version, then reads nothing.
+    fake = tmp_path / 'silent-python'
+    fake.write_text('#!/bin/sh\necho "%s 00000000"\nexec sleep 600\n'
+                    % FOREIGN)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(compilers, 'TIMEOUT', 1.0)
+    with plasmid.Router(compilers={FOREIGN: str(fake)}) as router:
+        assert compiled_by_context(router, foreign_python) == \
+            ['__init__.py', 'one.py', 'two.py']
+        assert helpers_of(router).wait_idle(30)
+        assert helpers_of(router).helpers == {FOREIGN_VERSION: None}
+        assert compiled_by_context(router, foreign_python) == \
+            ['__init__.py', 'one.py', 'two.py']
+    assert any('said nothing for 1 s' in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_a_module_the_helper_cannot_compile_goes_as_source(
+        foreign_python, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    helper = compilers.Helper(foreign_python, FOREIGN_VERSION)
+    try:
+        compiled, said = helper.compile('bad.py', 'def (:\n')
+        assert not compiled and said.startswith(b'SyntaxError'), said
+        # The helper goes on after a module it could not compile.
+        compiled, data = helper.compile('good.py', 'X = 1\n')
+        assert compiled and data
+    finally:
+        helper.close()
+    found = compilers.ForeignCompilers({FOREIGN_VERSION: foreign_python})
+    try:
+        bad = ModuleEntry('bad', False, 'def (:\n', '/x/bad.py')
+        good = ModuleEntry('good', False, 'X = 1\n', '/x/good.py')
+        assert found.code(FOREIGN_VERSION, bad) is None
+        assert found.code(FOREIGN_VERSION, good) is None  # queued
+        assert found.wait_idle(60)
+        assert found.code(FOREIGN_VERSION, bad) is None
+        magic, packed = found.code(FOREIGN_VERSION, good)
+        assert len(magic) == 4 and packed
+    finally:
+        found.close()
+
+
+def test_a_python2_context_gets_no_code_and_starts_no_helper(
+        tree, foreign_python) -> None:
+    python2 = require_python('2.7')
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        ctx = router.local(python_path=python2)
+        assert ctx.call(import_fns.attribute, 'impforeign.two',
+                        'DOUBLE') == 2
+        assert helpers_of(router).known == {}
+        assert helpers_of(router).thread is None
+
+
+@pytest.mark.parametrize('given, complaint', [
+    ('python3.12', "compilers must be 'path'"),
+    ({3.12: '/usr/bin/python3.12'}, 'is not a Python 3 version'),
+    ({'2.7': '/usr/bin/python2.7'}, 'is not a Python 3 version'),
+    ({'3.12': ''}, 'must be a path or command'),
+])
+def test_bad_compilers_are_refused(given, complaint) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        plasmid.Router(compilers=given)
+
+
+def test_no_bytecode_means_no_helpers() -> None:
+    with plasmid.Router(send_bytecode=False) as router:
+        assert router.responder.compilers is None
+    with plasmid.Router(compilers=None) as router:
+        assert router.responder.compilers is None
