@@ -17,7 +17,7 @@ derived from (a new key per edit; the newest KEEP of a kind stay);
 ``read``/``write`` keep one entry under a fixed name, which the caller
 checks against what it was derived from (a module's bytecode for another
 Python, ``master/compilers``: one entry per module file, replaced when
-its source changes).
+its source changes; ``prune`` keeps a number of the newest).
 
 The directory is ``$PLASMID_CACHE_DIR``, else ``$XDG_CACHE_HOME/plasmid``,
 else ``~/.cache/plasmid``; ``PLASMID_CACHE_DIR=off`` turns the cache off.
@@ -73,7 +73,7 @@ def load_or_build(kind: str, parts: Iterable[bytes],
     if data is None:
         data = build()
         if write(name, data):
-            _prune(directory(), kind)
+            prune(kind, KEEP)
     return data
 
 
@@ -158,15 +158,16 @@ def _store(where: str, path: str, data: bytes) -> bool:
         return False
 
 
-def _prune(where: Optional[str], kind: str) -> None:
-    """Keep the newest KEEP entries of *kind*."""
+def prune(kind: str, keep: int) -> None:
+    """Keep the *keep* newest entries of *kind* (names ``kind-...``)."""
+    where = directory()
     if where is None:
         return
     try:
         paths = [os.path.join(where, n) for n in os.listdir(where)
                  if n.startswith(kind + '-')]
         paths.sort(key=lambda p: os.stat(p).st_mtime, reverse=True)
-        for old in paths[KEEP:]:
+        for old in paths[keep:]:
             os.unlink(old)
     except OSError:
         pass

@@ -44,6 +44,10 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                       'compile_worker.py')
 # Seconds a helper may take to start, or to answer one module.
 TIMEOUT = 20.0
+# Disk cache entries kept per version (about 6 KiB each for Django's
+# modules): trimmed, oldest first, once per master and version, at the
+# version's first store.
+CODE_KEPT = 20000
 FROM_PATH = 'path'
 
 Version = tuple  # (major, minor)
@@ -206,6 +210,7 @@ class ForeignCompilers:
         self.queued: set[tuple[Version, str]] = set()
         self.jobs: queue.Queue = queue.Queue()
         self.helpers: dict[Version, Optional[Helper]] = {}
+        self.trimmed: set[Version] = set()  # versions pruned on disk
         self.thread: Optional[threading.Thread] = None
         self.closed = False
 
@@ -289,6 +294,9 @@ class ForeignCompilers:
             return None
         found = (helper.magic, zlib.compress(data, 6))
         _to_disk(version, entry, found)
+        if version not in self.trimmed:
+            self.trimmed.add(version)
+            cache.prune(_disk_kind(version), CODE_KEPT)
         return found
 
     def _helper(self, version: Version) -> Optional[Helper]:
@@ -317,9 +325,13 @@ class ForeignCompilers:
         return self.interpreters.get(version)
 
 
+def _disk_kind(version: Version) -> str:
+    return 'code%d.%d' % version
+
+
 def _disk_name(version: Version, entry: ModuleEntry) -> str:
     where = hashlib.sha256(entry.filename.encode('utf-8', 'surrogateescape'))
-    return 'code%d.%d-%s' % (version[0], version[1], where.hexdigest()[:40])
+    return '%s-%s' % (_disk_kind(version), where.hexdigest()[:40])
 
 
 def _source_digest(entry: ModuleEntry) -> bytes:

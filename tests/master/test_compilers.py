@@ -111,6 +111,29 @@ def test_code_cached_for_other_source_is_not_used(
         assert compiled_by_context(router, foreign_python) == ['one.py']
 
 
+def test_the_disk_cache_keeps_the_newest_entries_of_a_version(
+        tree, foreign_python, tmp_path, monkeypatch) -> None:
+    where = str(tmp_path / 'cache')
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        compiled_by_context(router, foreign_python)
+        assert helpers_of(router).wait_idle(60)
+    kind = 'code%s-' % FOREIGN
+    older = sorted(n for n in os.listdir(where) if n.startswith(kind))
+    assert len(older) == 3
+    for name in older:
+        os.utime(os.path.join(where, name), (1000, 1000))
+    with open(os.path.join(tree, 'impforeign', 'one.py'), 'w') as handle:
+        handle.write('VALUE = 1  # edited\n')
+    monkeypatch.setattr(compilers, 'CODE_KEPT', 2)
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        assert compiled_by_context(router, foreign_python) == ['one.py']
+        assert helpers_of(router).wait_idle(60)
+    kept = [n for n in os.listdir(where) if n.startswith(kind)]
+    assert len(kept) == 2
+    newest = max(kept, key=lambda n: os.stat(os.path.join(where, n)).st_mtime)
+    assert os.stat(os.path.join(where, newest)).st_mtime > 1000
+
+
 def test_a_helper_that_cannot_start_or_is_another_version_leaves_source(
         tree, foreign_python, caplog) -> None:
     other = require_python('3.13' if FOREIGN != '3.13' else '3.10')
