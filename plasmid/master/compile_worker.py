@@ -7,7 +7,7 @@ makes, so that they need not compile what they import.  Runs on Python
 
 On stdout, first ``<major>.<minor> <magic number in hex>\\n``; then for
 each request on stdin (a 4-byte big-endian length and the file name in
-UTF-8, then the same for the source) one answer: a 4-byte length, then
+UTF-8, undecodable bytes escaped, then the same for the source) one answer: a 4-byte length, then
 ``+`` and the marshalled code, or ``-`` and why it did not compile.
 Ends at the end of stdin.
 """
@@ -40,7 +40,8 @@ def read_field(stream):
 
 def answer(filename, source):
     try:
-        code = compile(source.decode('utf-8'), filename.decode('utf-8'),
+        code = compile(source.decode('utf-8'),
+                       filename.decode('utf-8', 'surrogateescape'),
                        'exec', dont_inherit=True)
         return b'+' + marshal.dumps(code)
     except Exception as exc:  # SyntaxError, ValueError (NUL), recursion

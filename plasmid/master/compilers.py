@@ -122,7 +122,8 @@ class Helper:
     def compile(self, filename: str, source: str) -> tuple[bool, bytes]:
         """(True, marshalled code) or (False, why it does not compile)."""
         deadline = time.monotonic() + TIMEOUT
-        request = b''.join(_field(text.encode('utf-8'))
+        # A file name from the file system may hold undecodable bytes.
+        request = b''.join(_field(text.encode('utf-8', 'surrogateescape'))
                            for text in (filename, source))
         self._send(request, deadline)
         size = int.from_bytes(self._receive(4, deadline), 'big')
@@ -264,7 +265,13 @@ class ForeignCompilers:
             if job is None:
                 break
             version, entry = job
-            found = None if self.closed else self._compile(version, entry)
+            try:
+                found = None if self.closed else \
+                    self._compile(version, entry)
+            except Exception:  # a bug here must not leave modules queued
+                LOG.exception('compiling %s for Python %d.%d', entry.name,
+                              *version)
+                found = None
             with self.lock:
                 self.known[(version, entry.name)] = found
                 self.queued.discard((version, entry.name))

@@ -181,6 +181,10 @@ def test_a_module_the_helper_cannot_compile_goes_as_source(
         # The helper goes on after a module it could not compile.
         compiled, data = helper.compile('good.py', 'X = 1\n')
         assert compiled and data
+        # A file name with bytes that are not UTF-8, as os.fsdecode gives.
+        compiled, data = helper.compile('/x/b\udcffd.py', 'X = 1\n')
+        assert compiled and \
+            'b\udcffd.py'.encode('utf-8', 'surrogatepass') in data, data
     finally:
         helper.close()
     found = compilers.ForeignCompilers({FOREIGN_VERSION: foreign_python})
