@@ -63,8 +63,7 @@ def compiled_by_context(router: plasmid.Router, python: str) -> list[str]:
                         'DOUBLE') == 2
     finally:
         ctx.shutdown(wait=True)
-    return [os.path.relpath(n).split('impforeign' + os.sep, 1)[-1]
-            for n in names]
+    return [os.path.basename(n) for n in names]  # all in impforeign/
 
 
 def helpers_of(router: plasmid.Router) -> compilers.ForeignCompilers:
