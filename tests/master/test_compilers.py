@@ -88,6 +88,21 @@ def test_a_later_context_of_another_version_runs_the_helpers_code(
     assert helper is not None and helper.process.poll() is not None
 
 
+def test_an_intermediary_of_that_version_passes_the_code_on(
+        tree, foreign_python) -> None:
+    # A bastion on the targets' version, started once the helper has
+    # compiled: its children of that version get the helper's code too.
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        compiled_by_context(router, foreign_python)
+        assert helpers_of(router).wait_idle(60)
+        bastion = router.local(python_path=foreign_python, name='bastion')
+        behind = router.local(python_path=foreign_python, via=bastion)
+        assert behind.call(import_fns.compiles_during_import, 'impforeign',
+                           'impforeign') == []
+        assert behind.call(import_fns.arrived_with_code, MODULES) == \
+            dict.fromkeys(MODULES, True)
+
+
 def test_the_next_master_serves_the_code_from_the_disk_cache(
         tree, foreign_python) -> None:
     with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
