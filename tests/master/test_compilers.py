@@ -88,6 +88,18 @@ def test_a_later_context_of_another_version_runs_the_helpers_code(
     assert helper is not None and helper.process.poll() is not None
 
 
+@pytest.mark.parametrize('version', [
+    v for v in ['3.6', '3.7', '3.8', '3.9', '3.10', '3.11', '3.12', '3.13']
+    if v != '%d.%d' % sys.version_info[:2]])
+def test_each_python3_version_runs_its_helpers_code(tree, version) -> None:
+    python = require_python(version)
+    with plasmid.Router(compilers={version: python}) as router:
+        assert compiled_by_context(router, python) == \
+            ['__init__.py', 'one.py', 'two.py']
+        assert helpers_of(router).wait_idle(60)
+        assert compiled_by_context(router, python) == []
+
+
 def test_an_intermediary_of_that_version_passes_the_code_on(
         tree, foreign_python) -> None:
     # A bastion on the targets' version, started once the helper has
