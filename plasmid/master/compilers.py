@@ -7,10 +7,12 @@ on Python X.Y gets the code a Python X.Y on the master's machine compiles:
 ``pythonX.Y`` found on PATH, or the interpreter the Router is given for
 that version, running ``compile_worker`` in a process of its own.
 
-Nothing waits for it.  The first context of a version gets source alone,
-as without a helper, and the modules it was sent are queued for a thread
-that feeds the helper; a later context of that version gets the code.  The
-code also goes to the disk cache (``master/cache``: one entry per version
+Nothing waits for it, and it starts no thread: the router's loop feeds the
+helper's pipes, one module at a time, while it runs (in a threadless
+master, inside the program's waits).  The first context of a version gets
+source alone, as without a helper, and the modules it was sent are queued
+for the helper; a later context of that version gets the code.  The code
+also goes to the disk cache (``master/cache``: one entry per version
 and module file, holding the digest of the source it was compiled from),
 so that the next master serves it to its first context at once.
 
@@ -21,21 +23,20 @@ source, and the context's own compile reports the error as before.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 import os
-import queue
 import re
 import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import zlib
-from typing import Mapping, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
-from plasmid.core import waiting
 from plasmid.core.importer import ModuleEntry
+from plasmid.core.loop import Loop, set_nonblocking
 from plasmid.master import cache
 
 LOG = logging.getLogger('plasmid.master.compilers')
@@ -79,15 +80,28 @@ def checked_interpreters(value: Interpreters
 
 
 class HelperFailed(Exception):
-    """A helper that did not start, named another version, or went
-    silent."""
+    """A helper that did not start."""
 
 
 class Helper:
-    """One compile_worker process, used by one thread at a time."""
+    """One compile_worker process, driven by the router's loop: one
+    request in flight at a time; every step it waits for is bounded by
+    TIMEOUT."""
 
-    def __init__(self, python: str, version: Version) -> None:
+    def __init__(self, loop, python: str, version: Version,
+                 on_ready: Callable[[], None],
+                 on_answer: Callable[[bool, bytes], None],
+                 on_failure: Callable[[str], None]) -> None:
+        self.loop = loop
         self.python = python
+        self.version = version
+        self.on_ready, self.on_answer = on_ready, on_answer
+        self.on_failure = on_failure
+        self.magic: Optional[bytes] = None  # known once it said hello
+        self.busy = False  # a request is in flight
+        self.inbox = bytearray()
+        self.outbox = bytearray()
+        self.closed = False
         self.errors = tempfile.TemporaryFile()
         try:
             self.process = subprocess.Popen(
@@ -97,93 +111,116 @@ class Helper:
         except OSError as exc:
             self.errors.close()
             raise HelperFailed('%s did not start: %s' % (python, exc))
-        os.set_blocking(self.process.stdin.fileno(), False)
-        try:
-            self.magic = self._hello(version)
-        except HelperFailed:
-            self.close()
-            raise
+        self.stdin = self.process.stdin.fileno()
+        self.stdout = self.process.stdout.fileno()
+        set_nonblocking(self.stdin)
+        set_nonblocking(self.stdout)
+        loop.add_reader(self.stdout, self._on_readable)
+        self.timer = loop.call_later(TIMEOUT, self._on_timeout)
 
-    def _hello(self, version: Version) -> bytes:
-        deadline = time.monotonic() + TIMEOUT
-        line = b''
-        while not line.endswith(b'\n') and len(line) < 200:
-            line += self._receive_some(deadline)
+    def send(self, filename: str, source: str) -> None:
+        """Ask for one module's code; ``on_answer`` gets it."""
+        self.busy = True
+        # A file name from the file system may hold undecodable bytes.
+        self.outbox += b''.join(_field(text.encode('utf-8', 'surrogateescape'))
+                                for text in (filename, source))
+        self.timer = self.loop.call_later(TIMEOUT, self._on_timeout)
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self.stdin, self.outbox)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            return self._fail('%s ended: %s%s' % (
+                self.python, exc, self._last_words()))
+        del self.outbox[:written]
+        self.loop.set_writer(self.stdin, self._flush if self.outbox else None)
+
+    def _on_readable(self) -> None:
+        try:
+            chunk = os.read(self.stdout, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            chunk = b''
+            LOG.debug('reading from %s: %s', self.python, exc)
+        if not chunk:
+            return self._fail('%s ended%s' % (self.python,
+                                               self._last_words()))
+        self.inbox += chunk
+        if self.magic is None:
+            self._take_hello()
+        while not self.closed and self.magic is not None:
+            if not self._take_answer():
+                break
+
+    def _take_hello(self) -> None:
+        line, newline, rest = bytes(self.inbox).partition(b'\n')
+        if not newline:
+            if len(self.inbox) > 200:
+                self._fail('%s said no hello' % self.python)
+            return
+        self.inbox = bytearray(rest)
         said = line.decode('ascii', 'replace').split()
-        expected = '%d.%d' % version
+        expected = '%d.%d' % self.version
         if len(said) != 2 or said[0] != expected:
-            raise HelperFailed('%s is Python %s, not %s' % (
+            return self._fail('%s is Python %s, not %s' % (
                 self.python, said[0] if said else '?', expected))
         try:
-            return bytes.fromhex(said[1])
+            self.magic = bytes.fromhex(said[1])
         except ValueError:
-            raise HelperFailed('%s named no magic number' % self.python)
+            return self._fail('%s named no magic number' % self.python)
+        Loop.cancel_timer(self.timer)
+        self.on_ready()
 
-    def compile(self, filename: str, source: str) -> tuple[bool, bytes]:
-        """(True, marshalled code) or (False, why it does not compile)."""
-        deadline = time.monotonic() + TIMEOUT
-        # A file name from the file system may hold undecodable bytes.
-        request = b''.join(_field(text.encode('utf-8', 'surrogateescape'))
-                           for text in (filename, source))
-        self._send(request, deadline)
-        size = int.from_bytes(self._receive(4, deadline), 'big')
-        answer = self._receive(size, deadline)
-        return answer[:1] == b'+', answer[1:]
+    def _take_answer(self) -> bool:
+        """Hand on one whole answer if there is one in the inbox."""
+        if len(self.inbox) < 4:
+            return False
+        size = int.from_bytes(self.inbox[:4], 'big')
+        if len(self.inbox) < 4 + size:
+            return False
+        answer = bytes(self.inbox[4:4 + size])
+        del self.inbox[:4 + size]
+        Loop.cancel_timer(self.timer)
+        self.busy = False
+        self.on_answer(answer[:1] == b'+', answer[1:])
+        return True
 
-    def _send(self, data: bytes, deadline: float) -> None:
-        fd = self.process.stdin.fileno()
-        view = memoryview(data)
-        while view:
-            _, ready = waiting.wait_for([], [fd], _left(deadline))
-            if not ready:
-                raise HelperFailed('%s read nothing for %.0f s' % (
-                    self.python, TIMEOUT))
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                continue
-            except OSError as exc:
-                raise HelperFailed('%s ended: %s%s' % (
-                    self.python, exc, self._last_words()))
+    def _on_timeout(self) -> None:
+        self._fail('%s said nothing for %.0f s' % (self.python, TIMEOUT))
 
-    def _receive(self, size: int, deadline: float) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            data += self._receive_some(deadline, size - len(data))
-        return bytes(data)
-
-    def _receive_some(self, deadline: float, most: int = 256) -> bytes:
-        fd = self.process.stdout.fileno()
-        ready, _ = waiting.wait_for([fd], [], _left(deadline))
-        if not ready:
-            raise HelperFailed('%s said nothing for %.0f s' % (
-                self.python, TIMEOUT))
-        chunk = os.read(fd, min(most, 1 << 20))
-        if not chunk:
-            raise HelperFailed('%s ended%s' % (
-                self.python, self._last_words()))
-        return chunk
+    def _fail(self, why: str) -> None:
+        if not self.closed:
+            self.close()
+            self.on_failure(why)
 
     def _last_words(self) -> str:
-        """The helper's exit status and the end of its stderr."""
+        """The helper's exit status and the end of its stderr, if it
+        has ended (it has, or nearly, once its stdout ends)."""
         try:
-            status = self.process.wait(1.0)
+            status = self.process.wait(0.5)
         except subprocess.TimeoutExpired:
             return ''
         self.errors.seek(0)
         said = self.errors.read()[-300:].decode('utf-8', 'replace').strip()
         return ' (status %s%s)' % (status, ': ' + said if said else '')
 
-    def kill(self) -> None:
-        """Safe from any thread: the user's next read or write fails."""
+    def close(self) -> None:
+        """End the process and free its descriptors (loop owner, or once
+        the loop has stopped)."""
+        if self.closed:
+            return
+        self.closed = True
+        Loop.cancel_timer(self.timer)
+        for fd in (self.stdin, self.stdout):
+            self.loop.remove_fd(fd)
         try:
             self.process.kill()
         except OSError:
             pass
-
-    def close(self) -> None:
-        """End the process and free its descriptors (its user's thread)."""
-        self.kill()
         self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
@@ -194,25 +231,24 @@ def _field(data: bytes) -> bytes:
     return len(data).to_bytes(4, 'big') + data
 
 
-def _left(deadline: float) -> float:
-    return max(0.0, deadline - time.monotonic())
-
-
 class ForeignCompilers:
     """Code of served modules for contexts on other Python versions; see
-    the module docstring.  ``code`` is called on the router's loop, which
-    it never keeps waiting for a helper."""
+    the module docstring.  ``code`` may be called on any thread and never
+    waits for a helper; the helpers run on the router's loop."""
 
-    def __init__(self, interpreters: Union[str, dict[Version, str]]) -> None:
+    def __init__(self, loop, interpreters: Union[str, dict[Version, str]]
+                 ) -> None:
+        self.loop = loop
         self.interpreters = interpreters
         self.lock = threading.Condition()
         # (version, module) -> its code, or None: it goes as source.
         self.known: dict[tuple[Version, str], Optional[Code]] = {}
         self.queued: set[tuple[Version, str]] = set()
-        self.jobs: queue.Queue = queue.Queue()
+        self.jobs: dict[Version, collections.deque] = {}
+        self.asked: dict[Version, ModuleEntry] = {}  # the one in flight
+        # A version's helper, None if it has none (or lost it).
         self.helpers: dict[Version, Optional[Helper]] = {}
         self.trimmed: set[Version] = set()  # versions pruned on disk
-        self.thread: Optional[threading.Thread] = None
         self.closed = False
 
     def code(self, version: Version, entry: ModuleEntry) -> Optional[Code]:
@@ -230,101 +266,120 @@ class ForeignCompilers:
                 self.known[key] = found
                 return found
             self.queued.add(key)
-            self.jobs.put((version, entry))
-            if self.thread is None:
-                self.thread = threading.Thread(
-                    target=self._work, name='plasmid-compilers', daemon=True)
-                self.thread.start()
+            self.jobs.setdefault(version, collections.deque()).append(entry)
+        self.loop.defer(self._next, version)
         return None
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until every queued module is compiled (or refused); False
-        at the timeout."""
+        """Wait until every queued module is compiled (or refused),
+        running the loop if no thread does; False at the timeout."""
+        def idle() -> bool:
+            return not self.queued
+        if not self.loop.threaded:
+            return self.loop.run_until(idle, timeout)
         with self.lock:
-            return self.lock.wait_for(lambda: not self.queued, timeout)
+            return self.lock.wait_for(idle, timeout)
 
     def close(self) -> None:
-        """Stop the thread and the helpers; modules still queued go as
-        source."""
+        """End the helpers (the loop has stopped); modules still queued
+        go as source."""
         with self.lock:
-            if self.closed:
-                return
             self.closed = True
             helpers = [h for h in self.helpers.values() if h is not None]
-            thread = self.thread
+            for version in list(self.jobs):
+                self._drop_queue(version)
         for helper in helpers:
-            helper.kill()  # a compile in progress ends at once
-        if thread is None:
+            helper.close()
+
+    # ------------------------------------------------ on the loop only
+
+    def _next(self, version: Version) -> None:
+        """Send the version's helper its next module, starting it first
+        if it is not running."""
+        if self.closed:
             return
-        self.jobs.put(None)
-        thread.join(5.0)
+        helper = self.helpers.get(version, False)
+        if helper is False:
+            helper = self.helpers[version] = self._start(version)
+            if helper is None:
+                with self.lock:
+                    self._drop_queue(version)
+            return  # a started helper asks when its hello came
+        if helper is None or helper.magic is None or helper.busy:
+            return
+        with self.lock:
+            queue = self.jobs.get(version)
+            if not queue:
+                return
+            entry = self.asked[version] = queue.popleft()
+        helper.send(entry.filename, entry.source)
 
-    def _work(self) -> None:
-        while True:
-            job = self.jobs.get()
-            if job is None:
-                break
-            version, entry = job
-            try:
-                found = None if self.closed else \
-                    self._compile(version, entry)
-            except Exception:  # a bug here must not leave modules queued
-                LOG.exception('compiling %s for Python %d.%d', entry.name,
-                              *version)
-                found = None
-            with self.lock:
-                self.known[(version, entry.name)] = found
-                self.queued.discard((version, entry.name))
-                self.lock.notify_all()
-        for helper in self.helpers.values():
-            if helper is not None:
-                helper.close()
-
-    def _compile(self, version: Version, entry: ModuleEntry
-                 ) -> Optional[Code]:
-        helper = self._helper(version)
-        if helper is None:
+    def _start(self, version: Version) -> Optional[Helper]:
+        python = self._interpreter(version)
+        if python is None:
+            LOG.debug('no python%d.%d for contexts of that version', *version)
             return None
         try:
-            compiled, data = helper.compile(entry.filename, entry.source)
+            return Helper(self.loop, python, version,
+                          on_ready=lambda: self._next(version),
+                          on_answer=lambda compiled, data: self._on_answer(
+                              version, compiled, data),
+                          on_failure=lambda why: self._on_failure(
+                              version, why))
         except HelperFailed as exc:
-            if not self.closed:
-                LOG.warning('stopped compiling for Python %d.%d: %s; its '
-                            'contexts compile what they import',
-                            *version, exc)
-            helper.close()
-            self.helpers[version] = None
+            self._log_failure(version, str(exc))
             return None
-        if not compiled:
-            LOG.debug('%s does not compile on Python %d.%d: %s',
-                      entry.name, *version, data.decode('utf-8', 'replace'))
-            return None
-        found = (helper.magic, zlib.compress(data, 6))
+
+    def _on_answer(self, version: Version, compiled: bool,
+                   data: bytes) -> None:
+        entry = self.asked.pop(version)
+        found = None
+        if compiled:
+            found = (self.helpers[version].magic, zlib.compress(data, 6))
+            self._store(version, entry, found)
+        else:
+            LOG.debug('%s does not compile on Python %d.%d: %s', entry.name,
+                      *version, data.decode('utf-8', 'replace'))
+        with self.lock:
+            self._settle(version, entry, found)
+        self._next(version)
+
+    def _on_failure(self, version: Version, why: str) -> None:
+        self.helpers[version] = None
+        self._log_failure(version, why)
+        with self.lock:
+            entry = self.asked.pop(version, None)
+            if entry is not None:
+                self._settle(version, entry, None)
+            self._drop_queue(version)
+
+    def _log_failure(self, version: Version, why: str) -> None:
+        if self.closed:
+            return
+        # One named by the caller is expected to work; PATH's pythonX.Y
+        # may be a shim for a version not selected.
+        log = LOG.debug if self.interpreters == FROM_PATH else LOG.warning
+        log('no bytecode for Python %d.%d contexts: %s', *version, why)
+
+    def _store(self, version: Version, entry: ModuleEntry,
+               found: Code) -> None:
         _to_disk(version, entry, found)
         if version not in self.trimmed:
             self.trimmed.add(version)
             cache.prune(_disk_kind(version), CODE_KEPT)
-        return found
 
-    def _helper(self, version: Version) -> Optional[Helper]:
-        """The version's helper, started on first use; None if there is
-        none."""
-        if version in self.helpers:
-            return self.helpers[version]
-        helper = None
-        python = self._interpreter(version)
-        if python is not None:
-            try:
-                helper = Helper(python, version)
-            except HelperFailed as exc:
-                # One named by the caller is expected to work; PATH's
-                # pythonX.Y may be a shim for a version not selected.
-                log = LOG.debug if self.interpreters == FROM_PATH \
-                    else LOG.warning
-                log('no bytecode for Python %d.%d contexts: %s', *version,
-                    exc)
-        self.helpers[version] = helper
-        return helper
+    # ------------------------------------------------- under the lock
+
+    def _settle(self, version: Version, entry: ModuleEntry,
+                found: Optional[Code]) -> None:
+        self.known[(version, entry.name)] = found
+        self.queued.discard((version, entry.name))
+        self.lock.notify_all()
+
+    def _drop_queue(self, version: Version) -> None:
+        """The version's queued modules go as source from now on."""
+        for entry in self.jobs.pop(version, ()):
+            self._settle(version, entry, None)
 
     def _interpreter(self, version: Version) -> Optional[str]:
         if self.interpreters == FROM_PATH:

@@ -246,7 +246,8 @@ class Router:
         # CPU; a slow link).
         self.responder.send_bytecode = send_bytecode
         if send_bytecode and interpreters is not None:
-            self.responder.compilers = ForeignCompilers(interpreters)
+            self.responder.compilers = ForeignCompilers(self.loop,
+                                                        interpreters)
         self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
         self.core.add_handler(HELLO, self._on_hello, FROM_CHILD)
         self.boots: dict[int, Boot] = {}  # direct children still booting

@@ -10,6 +10,8 @@ import logging
 import os
 import stat
 import sys
+import threading
+import zlib
 from typing import Iterator
 
 import pytest
@@ -23,6 +25,7 @@ import import_fns  # noqa: E402
 from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
 from plasmid.core.importer import ModuleEntry  # noqa: E402
+from plasmid.core.loop import Loop  # noqa: E402
 from plasmid.master import cache, compilers  # noqa: E402
 from testbed.pythons import require_python  # noqa: E402
 
@@ -198,33 +201,42 @@ def test_a_silent_helper_is_killed_at_the_timeout(
 
 
 def test_a_module_the_helper_cannot_compile_goes_as_source(
-        foreign_python, tmp_path, monkeypatch) -> None:
+        foreign_python, tmp_path, monkeypatch, caplog) -> None:
     monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
-    helper = compilers.Helper(foreign_python, FOREIGN_VERSION)
+    caplog.set_level(logging.DEBUG, logger='plasmid.master.compilers')
+    loop = Loop()
+    found = compilers.ForeignCompilers(loop, {FOREIGN_VERSION: foreign_python})
+    entries = [ModuleEntry('bad', False, 'def (:\n', '/x/bad.py'),
+               # after it, the helper goes on
+               ModuleEntry('good', False, 'X = 1\n', '/x/good.py'),
+               # a file name with bytes that are not UTF-8 (os.fsdecode's)
+               ModuleEntry('odd', False, 'X = 1\n', '/x/b\udcffd.py')]
     try:
-        compiled, said = helper.compile('bad.py', 'def (:\n')
-        assert not compiled and said.startswith(b'SyntaxError'), said
-        # The helper goes on after a module it could not compile.
-        compiled, data = helper.compile('good.py', 'X = 1\n')
-        assert compiled and data
-        # A file name with bytes that are not UTF-8, as os.fsdecode gives.
-        compiled, data = helper.compile('/x/b\udcffd.py', 'X = 1\n')
-        assert compiled and \
-            'b\udcffd.py'.encode('utf-8', 'surrogatepass') in data, data
-    finally:
-        helper.close()
-    found = compilers.ForeignCompilers({FOREIGN_VERSION: foreign_python})
-    try:
-        bad = ModuleEntry('bad', False, 'def (:\n', '/x/bad.py')
-        good = ModuleEntry('good', False, 'X = 1\n', '/x/good.py')
-        assert found.code(FOREIGN_VERSION, bad) is None
-        assert found.code(FOREIGN_VERSION, good) is None  # queued
+        assert [found.code(FOREIGN_VERSION, e) for e in entries] == \
+            [None] * 3  # queued
         assert found.wait_idle(60)
-        assert found.code(FOREIGN_VERSION, bad) is None
-        magic, packed = found.code(FOREIGN_VERSION, good)
-        assert len(magic) == 4 and packed
+        codes = [found.code(FOREIGN_VERSION, e) for e in entries]
     finally:
         found.close()
+        loop.close()
+    assert codes[0] is None
+    assert any(r.getMessage().startswith('bad does not compile on Python '
+                                         '%s: SyntaxError' % FOREIGN)
+               for r in caplog.records)
+    for magic, packed in codes[1:]:
+        assert len(magic) == 4 and packed
+    assert 'b\udcffd.py'.encode('utf-8', 'surrogatepass') in \
+        zlib.decompress(codes[2][1])
+
+
+def test_a_threadless_master_starts_no_thread_for_its_helper(
+        tree, foreign_python) -> None:
+    before = threading.active_count()
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        compiled_by_context(router, foreign_python)
+        assert helpers_of(router).wait_idle(60)
+        assert compiled_by_context(router, foreign_python) == []
+        assert threading.active_count() == before
 
 
 def test_a_python2_context_gets_no_code_and_starts_no_helper(
@@ -235,7 +247,7 @@ def test_a_python2_context_gets_no_code_and_starts_no_helper(
         assert ctx.call(import_fns.attribute, 'impforeign.two',
                         'DOUBLE') == 2
         assert helpers_of(router).known == {}
-        assert helpers_of(router).thread is None
+        assert helpers_of(router).helpers == {}
 
 
 @pytest.mark.parametrize('given, complaint', [
