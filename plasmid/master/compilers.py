@@ -286,6 +286,9 @@ class ForeignCompilers:
         with self.lock:
             self.closed = True
             helpers = [h for h in self.helpers.values() if h is not None]
+            for version, entry in list(self.asked.items()):
+                self._settle(version, entry, None)
+            self.asked.clear()
             for version in list(self.jobs):
                 self._drop_queue(version)
         for helper in helpers:

@@ -239,6 +239,28 @@ def test_a_threadless_master_starts_no_thread_for_its_helper(
         assert threading.active_count() == before
 
 
+def test_closing_leaves_nothing_queued(foreign_python, tmp_path,
+                                      monkeypatch) -> None:
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    loop = Loop()
+    found = compilers.ForeignCompilers(loop, {FOREIGN_VERSION: foreign_python})
+    entries = [ModuleEntry('m%d' % i, False, 'X = %d\n' % i, '/x/m%d.py' % i)
+               for i in range(50)]
+    try:
+        for entry in entries:
+            found.code(FOREIGN_VERSION, entry)
+        # Until the first answer: the helper started, one module asked.
+        loop.run_until(lambda: len(found.queued) < 50, 60)
+        helper = found.helpers[FOREIGN_VERSION]
+    finally:
+        found.close()
+        loop.close()
+    assert found.queued == set()
+    assert helper.process.poll() is not None
+    assert found.code(FOREIGN_VERSION, ModuleEntry(
+        'late', False, 'X = 1\n', '/x/late.py')) is None
+
+
 def test_a_python2_context_gets_no_code_and_starts_no_helper(
         tree, foreign_python) -> None:
     python2 = require_python('2.7')
