@@ -50,6 +50,9 @@ TIMEOUT = 20.0
 # version's first store.
 CODE_KEPT = 20000
 FROM_PATH = 'path'
+# Bytes one module's code may take (the largest module of the standard
+# library compiles to under 1 MiB): more is a helper gone wrong.
+MAX_ANSWER = 64 << 20
 
 Version = tuple  # (major, minor)
 Code = tuple     # (magic number, zlib-compressed marshalled code)
@@ -152,9 +155,8 @@ class Helper:
         self.inbox += chunk
         if self.magic is None:
             self._take_hello()
-        while not self.closed and self.magic is not None:
-            if not self._take_answer():
-                break
+        else:
+            self._take_answer()
 
     def _take_hello(self) -> None:
         line, newline, rest = bytes(self.inbox).partition(b'\n')
@@ -162,7 +164,9 @@ class Helper:
             if len(self.inbox) > 200:
                 self._fail('%s said no hello' % self.python)
             return
-        self.inbox = bytearray(rest)
+        if rest:
+            return self._fail('%s said what it was not asked' % self.python)
+        self.inbox = bytearray()
         said = line.decode('ascii', 'replace').split()
         expected = '%d.%d' % self.version
         if len(said) != 2 or said[0] != expected:
@@ -175,19 +179,23 @@ class Helper:
         Loop.cancel_timer(self.timer)
         self.on_ready()
 
-    def _take_answer(self) -> bool:
-        """Hand on one whole answer if there is one in the inbox."""
+    def _take_answer(self) -> None:
+        """Hand on the answer once it is whole: exactly one per request,
+        nothing beyond it."""
+        if not self.busy:
+            return self._fail('%s said what it was not asked' % self.python)
         if len(self.inbox) < 4:
-            return False
+            return
         size = int.from_bytes(self.inbox[:4], 'big')
+        if size > MAX_ANSWER or len(self.inbox) > 4 + size:
+            return self._fail('%s said what it was not asked' % self.python)
         if len(self.inbox) < 4 + size:
-            return False
-        answer = bytes(self.inbox[4:4 + size])
-        del self.inbox[:4 + size]
+            return
+        answer = bytes(self.inbox[4:])
+        self.inbox = bytearray()
         Loop.cancel_timer(self.timer)
         self.busy = False
         self.on_answer(answer[:1] == b'+', answer[1:])
-        return True
 
     def _on_timeout(self) -> None:
         self._fail('%s said nothing for %.0f s' % (self.python, TIMEOUT))
@@ -339,7 +347,10 @@ class ForeignCompilers:
         found = None
         if compiled:
             found = (self.helpers[version].magic, zlib.compress(data, 6))
-            self._store(version, entry, found)
+            try:
+                self._store(version, entry, found)
+            except Exception:  # the loop must go on; memory has it
+                LOG.exception('storing the code of %s', entry.name)
         else:
             LOG.debug('%s does not compile on Python %d.%d: %s', entry.name,
                       *version, data.decode('utf-8', 'replace'))

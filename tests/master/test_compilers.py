@@ -200,6 +200,24 @@ def test_a_silent_helper_is_killed_at_the_timeout(
                for r in caplog.records if r.levelno == logging.WARNING)
 
 
+def test_a_helper_that_says_more_than_asked_is_dropped(
+        tree, foreign_python, tmp_path, caplog) -> None:
+    # A right hello, then an answer nobody asked for.
+    fake = tmp_path / 'chatty-python'
+    fake.write_text('#!/bin/sh\nprintf "%s 00000000\\n\\000\\000\\000\\001+"\n'
+                    'exec sleep 600\n' % FOREIGN)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    with plasmid.Router(compilers={FOREIGN: str(fake)}) as router:
+        assert compiled_by_context(router, foreign_python) == \
+            ['__init__.py', 'one.py', 'two.py']
+        assert helpers_of(router).wait_idle(30)
+        assert helpers_of(router).helpers == {FOREIGN_VERSION: None}
+        assert compiled_by_context(router, foreign_python) == \
+            ['__init__.py', 'one.py', 'two.py']
+    assert any('said what it was not asked' in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
+
+
 def test_a_module_the_helper_cannot_compile_goes_as_source(
         foreign_python, tmp_path, monkeypatch, caplog) -> None:
     monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
