@@ -14,7 +14,11 @@ source alone, as without a helper, and the modules it was sent are queued
 for the helper; a later context of that version gets the code.  The code
 also goes to the disk cache (``master/cache``: one entry per version
 and module file, holding the digest of the source it was compiled from),
-so that the next master serves it to its first context at once.
+so that the next master serves it to its first context at once.  Whoever
+must know when a queued module is compiled says so (``when_compiled``): the
+module responder then sends it again, with its code, to an intermediary
+that got it as source, so that the intermediary's later children of its
+version get the code too.
 
 A helper that does not start, says it is another version, or stays silent
 past TIMEOUT is killed, and contexts of its version get source alone for
@@ -252,6 +256,9 @@ class ForeignCompilers:
         # (version, module) -> its code, or None: it goes as source.
         self.known: dict[tuple[Version, str], Optional[Code]] = {}
         self.queued: set[tuple[Version, str]] = set()
+        # (version, module) queued -> what to call with its code.
+        self.waiters: dict[tuple[Version, str],
+                           list[Callable[[Code], None]]] = {}
         self.jobs: dict[Version, collections.deque] = {}
         self.asked: dict[Version, ModuleEntry] = {}  # the one in flight
         # A version's helper, None if it has none (or lost it).
@@ -278,9 +285,22 @@ class ForeignCompilers:
         self.loop.defer(self._next, version)
         return None
 
+    def when_compiled(self, version: Version, name: str,
+                      callback: Callable[[Code], None]) -> bool:
+        """Have the loop call *callback(code)* once module *name*, queued
+        for *version*, is compiled (not if it cannot be); False if it is
+        not queued (its fate is known, or there is no helper)."""
+        key = (version, name)
+        with self.lock:
+            if key not in self.queued or key in self.known:
+                return False
+            self.waiters.setdefault(key, []).append(callback)
+            return True
+
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until every queued module is compiled (or refused),
-        running the loop if no thread does; False at the timeout."""
+        """Wait until every queued module is compiled (or refused) and
+        handed to what waited for it, running the loop if no thread
+        does; False at the timeout."""
         def idle() -> bool:
             return not self.queued
         if not self.loop.threaded:
@@ -354,9 +374,23 @@ class ForeignCompilers:
         else:
             LOG.debug('%s does not compile on Python %d.%d: %s', entry.name,
                       *version, data.decode('utf-8', 'replace'))
+        if found is not None:
+            self._hand_over(version, entry.name, found)
         with self.lock:
             self._settle(version, entry, found)
         self._next(version)
+
+    def _hand_over(self, version: Version, name: str, found: Code) -> None:
+        """Give the code to what waited for it, before the module stops
+        counting as queued (``wait_idle`` returns after this)."""
+        with self.lock:
+            self.known[(version, name)] = found  # no waiter comes now
+            waiting = self.waiters.pop((version, name), [])
+        for callback in waiting:
+            try:
+                callback(found)
+            except Exception:  # the loop must go on
+                LOG.exception('handing on the code of %s', name)
 
     def _on_failure(self, version: Version, why: str) -> None:
         self.helpers[version] = None
@@ -388,6 +422,7 @@ class ForeignCompilers:
                 found: Optional[Code]) -> None:
         self.known[(version, entry.name)] = found
         self.queued.discard((version, entry.name))
+        self.waiters.pop((version, entry.name), None)
         self.lock.notify_all()
 
     def _drop_queue(self, version: Version) -> None:

@@ -371,6 +371,11 @@ class ModuleResponder:
         # Bytecode for children on other Python 3 versions (set by the
         # Router): None, or helpers of those versions compile it.
         self.compilers: Optional[ForeignCompilers] = None
+        # (version, module) a helper is compiling -> (child, LOAD_MODULE
+        # fields) sent without its code: see _send_code_later.
+        self.owed: dict[tuple, list[tuple[int, dict]]] = {}
+        # Modules sent again to an intermediary, with their code.
+        self.code_updates: collections.Counter = collections.Counter()
         # LOAD_MODULE messages per (context, module): for tests and
         # benchmarks, to show each module crosses each link once.
         self.messages_sent: collections.Counter = collections.Counter()
@@ -394,6 +399,8 @@ class ModuleResponder:
                 self.pythons.pop(context_id, None)
             for key in [k for k in self.groups if k[0] in ids]:
                 del self.groups[key]
+            for owed in self.owed.values():
+                owed[:] = [o for o in owed if o[0] not in ids]
 
     def _on_data_request(self, msg) -> None:
         package, relpath = msg.value()
@@ -560,10 +567,11 @@ class ModuleResponder:
             code = self.compilers.code(version, entry)
         else:
             return None  # Python 2 runs no code it is sent
-        if code is None or len(code[1]) + len(self._compressed(entry)) > \
-                self.router.max_message // 2:
-            return None
-        return code
+        return code if self._fits(entry, code) else None
+
+    def _fits(self, entry: ModuleEntry, code: Optional[tuple]) -> bool:
+        return code is not None and len(code[1]) + \
+            len(self._compressed(entry)) <= self.router.max_message // 2
 
     def _own_code(self, entry: ModuleEntry,
                   compiled: Optional[types.CodeType]) -> Optional[tuple]:
@@ -580,10 +588,64 @@ class ModuleResponder:
         """Stop the helpers that compile for other Python versions."""
         if self.compilers is not None:
             self.compilers.close()
+        with self.lock:
+            self.owed.clear()
 
     def _send(self, child: int, entry: ModuleEntry, **fields) -> None:
+        code = self._code_for(child, entry)
+        if code is None:
+            self._owe_code(child, entry, fields)
+        self._send_entry(child, entry, code, fields)
+
+    def _send_entry(self, child: int, entry: ModuleEntry,
+                    code: Optional[tuple], fields: dict) -> None:
         self.messages_sent[(child, entry.name)] += 1
         wire = ModuleEntry(entry.name, entry.is_pkg, self._compressed(entry),
-                           entry.filename, code=self._code_for(child, entry),
-                           **fields)
+                           entry.filename, code=code, **fields)
         self.router.send_value(child, LOAD_MODULE, wire.to_wire())
+
+    # -------------------------- code for intermediaries, once compiled
+
+    def _owe_code(self, child: int, entry: ModuleEntry, fields: dict) -> None:
+        """Under the lock: *entry* went to *child* as source while a
+        helper compiles it for the child's version.  An intermediary
+        keeps what it was sent and serves its own children from that, so
+        without the code sent after it, every context below it would
+        compile the module, for the rest of the intermediary's life."""
+        version = self.pythons.get(child)
+        if self.compilers is None or version is None or \
+                not self.send_bytecode or entry.source is None:
+            return
+        key = (version, entry.name)
+        owed = self.owed.get(key)
+        if owed is None:
+            if not self.compilers.when_compiled(
+                    version, entry.name,
+                    lambda code: self._send_code_later(key, entry, code)):
+                return  # compiled meanwhile, or never will be
+            owed = self.owed[key] = []
+        owed.append((child, fields))
+
+    def _send_code_later(self, key: tuple, entry: ModuleEntry,
+                         code: tuple) -> None:
+        """On the loop: send *entry* again, with its code and the same
+        fields, to those of the children owed it that route to others
+        (a leaf has compiled it already, or will).  An intermediary's
+        core takes it as it took the first: the entry in its cache now
+        holds the code."""
+        with self.lock:
+            owed = self.owed.pop(key, [])
+            if not owed or not self._fits(entry, code):
+                return
+            relays = self._intermediaries()
+            for child, fields in owed:
+                if child in relays:
+                    self.code_updates[(child, entry.name)] += 1
+                    self._send_entry(child, entry, code, fields)
+
+    def _intermediaries(self) -> set[int]:
+        """Direct children that other contexts are reached through."""
+        routes = self.router.routes
+        carried = collections.Counter(id(s) for s in list(routes.values()))
+        return {cid for cid, stream in list(routes.items())
+                if cid in self.pythons and carried[id(stream)] > 1}

@@ -118,6 +118,71 @@ def test_an_intermediary_of_that_version_passes_the_code_on(
             dict.fromkeys(MODULES, True)
 
 
+def test_an_intermediary_sent_source_gets_the_code_once_compiled(
+        tree, foreign_python) -> None:
+    # The first import of the version comes through the bastion while
+    # the helper has compiled nothing: the bastion keeps source, and all
+    # its later children compiled for themselves until it got the code.
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        bastion = router.local(python_path=foreign_python, name='bastion')
+        first = router.local(python_path=foreign_python, via=bastion)
+        assert first.call(import_fns.compiles_during_import, 'impforeign',
+                          'impforeign') != []
+        assert helpers_of(router).wait_idle(60)
+        assert bastion.call(import_fns.arrived_with_code, MODULES) == \
+            dict.fromkeys(MODULES, True)
+        later = router.local(python_path=foreign_python, via=bastion)
+        assert later.call(import_fns.compiles_during_import, 'impforeign',
+                          'impforeign') == []
+        assert later.call(import_fns.attribute, 'impforeign.two',
+                          'DOUBLE') == 2
+        updates = router.responder.code_updates
+        assert {m: updates[(bastion.context_id, m)] for m in MODULES} == \
+            dict.fromkeys(MODULES, 1)
+        # Only the bastion: its children are no direct children.
+        assert {cid for cid, _ in updates} == {bastion.context_id}
+        assert router.responder.owed == {}
+
+
+def test_a_context_with_no_children_is_not_sent_the_code_again(
+        tree, foreign_python) -> None:
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        ctx = router.local(python_path=foreign_python)
+        assert ctx.call(import_fns.compiles_during_import, 'impforeign',
+                        'impforeign') != []
+        assert helpers_of(router).wait_idle(60)
+        assert ctx.call(import_fns.arrived_with_code, MODULES) == \
+            dict.fromkeys(MODULES, False)
+        assert not router.responder.code_updates
+        assert router.responder.owed == {}
+
+
+def test_whoever_waits_for_a_queued_module_gets_its_code_once(
+        foreign_python, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    loop = Loop()
+    found = compilers.ForeignCompilers(loop, {FOREIGN_VERSION: foreign_python})
+    good = ModuleEntry('good', False, 'X = 1\n', '/x/good.py')
+    bad = ModuleEntry('bad', False, 'def (:\n', '/x/bad.py')
+    handed: list = []
+    try:
+        # Not queued yet: nothing to wait for.
+        assert not found.when_compiled(FOREIGN_VERSION, 'good', handed.append)
+        assert found.code(FOREIGN_VERSION, good) is None
+        assert found.code(FOREIGN_VERSION, bad) is None
+        assert found.when_compiled(FOREIGN_VERSION, 'good', handed.append)
+        assert found.when_compiled(FOREIGN_VERSION, 'bad', handed.append)
+        assert found.wait_idle(60)
+        # Compiled: its code is known, so there is no waiting any more.
+        assert not found.when_compiled(FOREIGN_VERSION, 'good',
+                                       handed.append)
+    finally:
+        found.close()
+        loop.close()
+    assert handed == [found.known[(FOREIGN_VERSION, 'good')]]
+    assert handed[0] is not None and found.waiters == {}
+
+
 def test_the_next_master_serves_the_code_from_the_disk_cache(
         tree, foreign_python) -> None:
     with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
