@@ -2,6 +2,7 @@
 
     sudo python3 bench/imports.py [--reps 5] [--latency-ms 25] [--python PATH]
                                   [--master-imports] [--compiler target|none]
+                                  [--via-bastion]
 
 Needs root: it starts the tests' private sshd (tests/testbed/sshd.py) on
 127.0.0.1 behind a toxiproxy adding ``--latency-ms`` each way (default 25 ms,
@@ -33,6 +34,14 @@ module)`` from the master (one call round trip plus the import), reads the
 state again and shuts the context down.  Per module: 1 untimed warm-up
 trial per tool (the master's caches are cold then; shown separately), then
 ``--reps`` trials, the order of the peers rotating.  Medians over the reps.
+
+``--via-bastion``: each trial's context is instead a local one (the same
+target Python) started through a bastion, one ssh context per tool opened
+through the proxy before the first trial and kept for the run: the 50 ms
+link is the master's to the bastion, and each tool's bastion serves the
+modules it keeps to the contexts started through it.  The requests column
+then counts, for plasmid, the context's requests to the bastion, for
+Mitogen those that reached the master.
 
 What is counted, per trial (differences between the two state readings):
 
@@ -90,7 +99,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import benchlib
 
@@ -254,8 +263,26 @@ class Trials:
         self.mrouter = mrouter
         self.forget = forget
         self.baseline = set(sys.modules)
+        self.bastions: dict[str, Any] = {}  # tool -> its bastion, if any
+
+    def open_bastions(self) -> None:
+        """From now on, each trial's context starts through a bastion."""
+        for tool in TOOLS:
+            self.bastions[tool] = self.open_ssh(tool)
+
+    def close_bastions(self) -> None:
+        for ctx in self.bastions.values():
+            shutdown(ctx)
+        self.bastions.clear()
 
     def open(self, tool: str):
+        bastion = self.bastions.get(tool)
+        if bastion is None:
+            return self.open_ssh(tool)
+        router = self.prouter if tool == 'plasmid' else self.mrouter
+        return router.local(python_path=self.python, via=bastion)
+
+    def open_ssh(self, tool: str):
         kw = self.server.ssh_kwargs(BENCH_USER, port=self.port)
         if tool == 'plasmid':
             return self.prouter.ssh(python_path=self.python, **kw)
@@ -430,9 +457,13 @@ def run(server: SshServer, args) -> None:
             # Runs the reference's subprocesses on the target; no proxy needed.
             helper = prouter.ssh(python_path=python,
                                  **server.ssh_kwargs(BENCH_USER))
+            where = 'ssh context'
+            if args.via_bastion:
+                trials.open_bastions()
+                where = 'local context through an ssh bastion'
             for module in MODULES:
-                section('%s in a fresh ssh context, %d ms RTT, %d reps after '
-                        '1 warm-up' % (module, rtt, args.reps))
+                section('%s in a fresh %s, %d ms RTT, %d reps after '
+                        '1 warm-up' % (module, where, rtt, args.reps))
                 first = {tool: trials.run(tool, module) for tool in TOOLS}
                 if compilers:
                     wait_for_helper(prouter)
@@ -454,6 +485,7 @@ def run(server: SshServer, args) -> None:
                 print(module_table(runs, reference))
                 report_details(runs, first, reference, rtt / 1e3)
                 results[module] = {'runs': runs, 'reference': reference}
+            trials.close_bastions()
             shutdown(helper)
         finally:
             broker.shutdown()
@@ -578,6 +610,9 @@ def main() -> None:
                         default='target',
                         help='compile for a target of another version with '
                         'its interpreter (default), or not')
+    parser.add_argument('--via-bastion', action='store_true',
+                        help='start each trial\'s context through a bastion '
+                        'that stays for the run')
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason:
