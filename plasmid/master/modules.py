@@ -614,8 +614,9 @@ class ModuleResponder:
         compile the module, for the rest of the intermediary's life."""
         version = self.pythons.get(child)
         if self.compilers is None or version is None or \
+                version == tuple(sys.version_info[:2]) or \
                 not self.send_bytecode or entry.source is None:
-            return
+            return  # no helper compiles for it
         key = (version, entry.name)
         owed = self.owed.get(key)
         if owed is None:
