@@ -374,6 +374,9 @@ class ModuleResponder:
         # (version, module) a helper is compiling -> (child, LOAD_MODULE
         # fields) sent without its code: see _send_code_later.
         self.owed: dict[tuple, list[tuple[int, dict]]] = {}
+        # Contexts started through another: id -> (that context's id,
+        # their Python (major, minor) or None), from the Router.
+        self.behind: dict[int, tuple[int, Optional[tuple]]] = {}
         # Modules sent again to an intermediary, with their code.
         self.code_updates: collections.Counter = collections.Counter()
         # LOAD_MODULE messages per (context, module): for tests and
@@ -399,6 +402,7 @@ class ModuleResponder:
                 self.pythons.pop(context_id, None)
             for key in [k for k in self.groups if k[0] in ids]:
                 del self.groups[key]
+                self.behind.pop(context_id, None)
             for owed in self.owed.values():
                 owed[:] = [o for o in owed if o[0] not in ids]
 
@@ -627,26 +631,54 @@ class ModuleResponder:
             owed = self.owed[key] = []
         owed.append((child, fields))
 
+    def started_via(self, context_id: int, via_id: int,
+                    python: Optional[tuple]) -> None:
+        """Context *context_id*, on Python *python*, was started through
+        context *via_id*."""
+        with self.lock:
+            self.behind[context_id] = (via_id, python)
+
     def _send_code_later(self, key: tuple, entry: ModuleEntry,
                          code: tuple) -> None:
         """On the loop: send *entry* again, with its code and the same
         fields, to those of the children owed it that route to others
-        (a leaf has compiled it already, or will).  An intermediary's
-        core takes it as it took the first: the entry in its cache now
-        holds the code."""
+        (a leaf has compiled it already, or will), and to the
+        intermediaries of that version below them, which got it from
+        them as source.  An intermediary's core takes it as it took the
+        first (the message reaches one deeper down through the others):
+        the entry in its cache now holds the code.
+
+        A direct child holds every module it was sent with the entry; one
+        further down may lack the entry's ``after`` modules, which its
+        core would then count as on their way, so it goes without them
+        (its children ask for them instead of getting them with it)."""
         with self.lock:
-            owed = self.owed.pop(key, [])
+            owed = dict(self.owed.pop(key, []))  # the last fields sent
             if not owed or not self._fits(entry, code):
                 return
-            relays = self._intermediaries()
-            for child, fields in owed:
-                if child in relays:
-                    self.code_updates[(child, entry.name)] += 1
-                    self._send_entry(child, entry, code, fields)
+            for child, fields in owed.items():
+                for relay in self._relays_through(child, key[0]):
+                    self.code_updates[(relay, entry.name)] += 1
+                    self._send_entry(relay, entry, code, fields
+                                     if relay == child else
+                                     dict(fields, after=()))
 
-    def _intermediaries(self) -> set[int]:
-        """Direct children that other contexts are reached through."""
+    def _relays_through(self, child: int, version: tuple) -> list[int]:
+        """Direct child *child*, if others are reached through it, and
+        the contexts on *version* below it that others were started
+        through, nearest first."""
+        vias = {via for via, _ in self.behind.values()}
+        if child not in vias:
+            return []
         routes = self.router.routes
-        carried = collections.Counter(id(s) for s in list(routes.values()))
-        return {cid for cid, stream in list(routes.items())
-                if cid in self.pythons and carried[id(stream)] > 1}
+        below = [cid for cid in vias if cid != child and
+                 routes.get(cid) is routes.get(child) and
+                 self.behind.get(cid, (0, None))[1] == version]
+        return [child] + sorted(below, key=self._depth)
+
+    def _depth(self, context_id: int) -> int:
+        depth = 0
+        while context_id in self.behind:
+            context_id = self.behind[context_id][0]
+            depth += 1
+        return depth

@@ -581,6 +581,8 @@ class Router:
         except BaseException:
             self.core.lose([new_id], 'start-up failed')
             raise
+        self.responder.started_via(new_id, via.context_id,
+                                   spawn.python_of(info))
         context = MasterContext(self, new_id, spec['name'], via, info)
         self.contexts[new_id] = context
         return context

@@ -144,6 +144,82 @@ def test_an_intermediary_sent_source_gets_the_code_once_compiled(
         assert router.responder.owed == {}
 
 
+def test_intermediaries_of_that_version_further_down_get_the_code_too(
+        tree, foreign_python) -> None:
+    # master -> outer -> inner -> contexts: inner got the modules from
+    # outer as source, so the code goes to both (to inner through outer).
+    with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        outer = router.local(python_path=foreign_python, name='outer')
+        inner = router.local(python_path=foreign_python, via=outer,
+                             name='inner')
+        first = router.local(python_path=foreign_python, via=inner)
+        assert first.call(import_fns.compiles_during_import, 'impforeign',
+                          'impforeign') != []
+        assert helpers_of(router).wait_idle(60)
+        later = router.local(python_path=foreign_python, via=inner)
+        assert later.call(import_fns.compiles_during_import, 'impforeign',
+                          'impforeign') == []
+        for relay in (outer, inner):
+            assert relay.call(import_fns.arrived_with_code, MODULES) == \
+                dict.fromkeys(MODULES, True)
+        updates = router.responder.code_updates
+        assert {cid for cid, _ in updates} == \
+            {outer.context_id, inner.context_id}
+        # The leaves were sent nothing again, and nothing is kept.
+        assert router.responder.owed == {}
+
+
+# imppair imports a module of another package: that package's answer
+# names the module as coming after it.
+PAIR = {
+    'imppair/__init__.py': 'import impsub.inner\nVALUE = impsub.inner.X\n',
+    'impsub/__init__.py': '',
+    'impsub/inner.py': 'X = 3\n',
+}
+
+
+def refusing_helper(tmp_path, python: str, refused: str) -> str:
+    """A helper that will not compile files named *refused*."""
+    fake = tmp_path / 'refusing-python'
+    fake.write_text(
+        '#!/bin/sh\nexec %s -I -c "import sys; sys.path.insert(0, %r)\n'
+        'import compile_worker as w\nreal = w.answer\n'
+        'w.answer = lambda f, s: b\'-refused\' if %r in f else real(f, s)\n'
+        'w.main()"\n' % (python, os.path.dirname(compilers.WORKER),
+                          refused.encode()))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return str(fake)
+
+
+def test_an_intermediary_that_never_held_the_modules_serves_them_whole(
+        foreign_python, tmp_path, monkeypatch) -> None:
+    # idle's child imported nothing before the code came: idle is sent
+    # the modules all the same (impsub.inner not: it does not compile
+    # there), and must serve them as any other, never counting on a
+    # module that will not come.
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    root = str(tmp_path / 'pair')
+    import_fns.write_tree(root, PAIR)
+    helper = refusing_helper(tmp_path, foreign_python, 'inner.py')
+    with on_master_path(root, 'imppair', 'impsub'), \
+            plasmid.Router(compilers={FOREIGN: helper}) as router:
+        outer = router.local(python_path=foreign_python, name='outer')
+        busy = router.local(python_path=foreign_python, via=outer)
+        idle = router.local(python_path=foreign_python, via=outer)
+        router.local(python_path=foreign_python, via=idle)
+        router.local(python_path=foreign_python, via=busy).call(
+            import_fns.compiles_during_import, 'imppair', 'imp')
+        assert helpers_of(router).wait_idle(60)
+        updates = router.responder.code_updates
+        assert (idle.context_id, 'impsub') in updates
+        assert (idle.context_id, 'impsub.inner') not in updates
+        later = router.local(python_path=foreign_python, via=idle)
+        compiled = later.call_async(import_fns.compiles_during_import,
+                                    'imppair', 'imp').result(timeout=30)
+        assert [os.path.basename(n) for n in compiled] == ['inner.py']
+        assert later.call(import_fns.attribute, 'imppair', 'VALUE') == 3
+
+
 def test_a_context_with_no_children_is_not_sent_the_code_again(
         tree, foreign_python) -> None:
     with plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
