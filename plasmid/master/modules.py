@@ -400,9 +400,9 @@ class ModuleResponder:
             for context_id in ids:
                 self.sent.pop(context_id, None)
                 self.pythons.pop(context_id, None)
+                self.behind.pop(context_id, None)
             for key in [k for k in self.groups if k[0] in ids]:
                 del self.groups[key]
-                self.behind.pop(context_id, None)
             for owed in self.owed.values():
                 owed[:] = [o for o in owed if o[0] not in ids]
 

@@ -645,8 +645,10 @@ def test_what_is_kept_for_a_context_goes_with_it(router: plasmid.Router,
         {'sent': [b.context_id], 'pythons': [b.context_id]}
     assert a.context_id in router.responder.sent
     assert a.context_id in router.responder.pythons
+    assert router.responder.behind[b.context_id][0] == a.context_id
     b.shutdown()
     assert a.call(import_fns.children_known) == {'sent': [], 'pythons': []}
+    assert b.context_id not in router.responder.behind
     a.shutdown()
     assert a.context_id not in router.responder.sent
     assert a.context_id not in router.responder.pythons
