@@ -448,7 +448,7 @@ class Pool:
     def router_contexts(self) -> int:
         """Contexts started so far (a started context counts once even
         when it is known under two interpreter names)."""
-        return len(self.router.contexts)
+        return self.router.contexts_started
 
     def reset(self, spec: dict) -> int:
         """Shut down every context of *spec*'s login, every lane; the next

@@ -331,6 +331,12 @@ def _stamp(path: str) -> tuple:
     return (stat.st_mtime_ns, stat.st_size)
 
 
+def _flat(counts: dict[int, collections.Counter]) -> collections.Counter:
+    return collections.Counter({(context_id, name): n
+                                for context_id, per in list(counts.items())
+                                for name, n in list(per.items())})
+
+
 def _compressed_code(entry: ModuleEntry, unchanged: bool,
                      compiled: Optional[types.CodeType]) -> Optional[bytes]:
     """Module *entry*'s code as this Python compiles its source for the
@@ -377,11 +383,10 @@ class ModuleResponder:
         # Contexts started through another: id -> (that context's id,
         # their Python (major, minor) or None), from the Router.
         self.behind: dict[int, tuple[int, Optional[tuple]]] = {}
-        # Modules sent again to an intermediary, with their code.
-        self.code_updates: collections.Counter = collections.Counter()
-        # LOAD_MODULE messages per (context, module): for tests and
-        # benchmarks, to show each module crosses each link once.
-        self.messages_sent: collections.Counter = collections.Counter()
+        # LOAD_MODULE messages per context and module, of all and of
+        # those sent again with their code (see messages_sent).
+        self.counts: dict[int, collections.Counter] = {}
+        self.update_counts: dict[int, collections.Counter] = {}
         # (context, first name) -> all names of one import, until the
         # context asks for the packages that import reaches.
         self.groups: dict[tuple[int, str], list[str]] = {}
@@ -401,10 +406,25 @@ class ModuleResponder:
                 self.sent.pop(context_id, None)
                 self.pythons.pop(context_id, None)
                 self.behind.pop(context_id, None)
+                self.counts.pop(context_id, None)
+                self.update_counts.pop(context_id, None)
             for key in [k for k in self.groups if k[0] in ids]:
                 del self.groups[key]
             for owed in self.owed.values():
                 owed[:] = [o for o in owed if o[0] not in ids]
+
+    @property
+    def messages_sent(self) -> collections.Counter:
+        """LOAD_MODULE messages per (context, module) of the contexts
+        still up: for tests and benchmarks, to show each module crosses
+        each link once."""
+        return _flat(self.counts)
+
+    @property
+    def code_updates(self) -> collections.Counter:
+        """Of those, per (context, module), the modules sent again to an
+        intermediary with their code (_send_code_later)."""
+        return _flat(self.update_counts)
 
     def _on_data_request(self, msg) -> None:
         package, relpath = msg.value()
@@ -603,7 +623,7 @@ class ModuleResponder:
 
     def _send_entry(self, child: int, entry: ModuleEntry,
                     code: Optional[tuple], fields: dict) -> None:
-        self.messages_sent[(child, entry.name)] += 1
+        self.counts.setdefault(child, collections.Counter())[entry.name] += 1
         wire = ModuleEntry(entry.name, entry.is_pkg, self._compressed(entry),
                            entry.filename, code=code, **fields)
         self.router.send_value(child, LOAD_MODULE, wire.to_wire())
@@ -658,7 +678,8 @@ class ModuleResponder:
                 return
             for child, fields in owed.items():
                 for relay in self._relays_through(child, key[0]):
-                    self.code_updates[(relay, entry.name)] += 1
+                    self.update_counts.setdefault(
+                        relay, collections.Counter())[entry.name] += 1
                     self._send_entry(relay, entry, code, fields
                                      if relay == child else
                                      dict(fields, after=()))

@@ -251,7 +251,11 @@ class Router:
         self.core.add_handler(LOG_RECORD, self._on_log, FROM_CHILD)
         self.core.add_handler(HELLO, self._on_hello, FROM_CHILD)
         self.boots: dict[int, Boot] = {}  # direct children still booting
+        # Contexts up now: a master that starts thousands over its life
+        # keeps none that is gone (each holds its link, ~25 KiB).
         self.contexts: dict[int, MasterContext] = {}
+        self.contexts_started = 0  # over the router's life
+        self.core.on_lost.append(self._forget)
         self.streams: list = []       # links to our direct children
         self.ids = itertools.count(1)
         self.shutdown_timeout = shutdown_timeout
@@ -547,7 +551,7 @@ class Router:
             self.responder.pythons[context_id] = tuple(sys.version_info[:2])
         context = MasterContext(self, context_id, spec['name'], None, None,
                                 stream, boot)
-        self.contexts[context_id] = context
+        self._keep(context)
         return context
 
     def _on_hello(self, msg: Message) -> None:
@@ -584,8 +588,19 @@ class Router:
         self.responder.started_via(new_id, via.context_id,
                                    spawn.python_of(info))
         context = MasterContext(self, new_id, spec['name'], via, info)
-        self.contexts[new_id] = context
+        self._keep(context)
         return context
+
+    def _keep(self, context: MasterContext) -> None:
+        with self.lock:
+            self.contexts_started += 1
+        self.contexts[context.context_id] = context
+        if not context.is_alive():  # lost before it was kept
+            self.contexts.pop(context.context_id, None)
+
+    def _forget(self, ids: list[int]) -> None:
+        for context_id in ids:
+            self.contexts.pop(context_id, None)
 
     @staticmethod
     def _path_to(context: MasterContext) -> list:

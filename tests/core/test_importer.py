@@ -646,12 +646,15 @@ def test_what_is_kept_for_a_context_goes_with_it(router: plasmid.Router,
     assert a.context_id in router.responder.sent
     assert a.context_id in router.responder.pythons
     assert router.responder.behind[b.context_id][0] == a.context_id
+    assert (a.context_id, 'imptree') in router.responder.messages_sent
     b.shutdown()
     assert a.call(import_fns.children_known) == {'sent': [], 'pythons': []}
     assert b.context_id not in router.responder.behind
     a.shutdown()
     assert a.context_id not in router.responder.sent
     assert a.context_id not in router.responder.pythons
+    assert a.context_id not in {cid for cid, _
+                                in router.responder.messages_sent}
 
 
 @pytest.mark.parametrize('concurrent', [False, True],

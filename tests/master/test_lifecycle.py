@@ -194,6 +194,23 @@ def test_many_connect_shutdown_cycles_leak_nothing(
     assert zombie_children() == []
     assert not new_since(fds_before)
     assert router.streams == []
+    # Nor any record of them (each held its link: ~25 KiB).
+    assert router.contexts == {}
+    assert router.contexts_started == 200
+    assert not router.responder.messages_sent
+
+
+def test_a_context_started_through_another_is_forgotten_with_it(
+        router: plasmid.Router) -> None:
+    via = router.local(name='via')
+    behind = router.local(via=via)
+    assert behind.call(local_fns.getpid) == behind.info['pid']
+    assert set(router.contexts) == {via.context_id, behind.context_id}
+    via.shutdown()  # and behind with it
+    assert not behind.is_alive()
+    assert router.contexts == {}
+    assert router.responder.behind == {}
+    assert router.contexts_started == 2
 
 
 def test_many_router_cycles_leak_nothing() -> None:
