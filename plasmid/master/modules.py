@@ -656,7 +656,8 @@ class ModuleResponder:
         """Context *context_id*, on Python *python*, was started through
         context *via_id*."""
         with self.lock:
-            self.behind[context_id] = (via_id, python)
+            if context_id not in self.router.lost:  # else forgotten already
+                self.behind[context_id] = (via_id, python)
 
     def _send_code_later(self, key: tuple, entry: ModuleEntry,
                          code: tuple) -> None:
