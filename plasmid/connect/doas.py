@@ -15,7 +15,6 @@ TTY = None              # decided per connection: only with a password
 # doas logs the command line it runs: the core follows on stdin once the
 # interpreter is up.
 CORE_IN_ARGV = False
-RUNS_HERE = True       # its Python is a file of this machine
 # "doas (user@host) password:" (OpenDoas), "doas (user@host) Password:"
 # (older releases), a plain "Password:" where PAM words it.
 PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:\s*$')

@@ -3,7 +3,6 @@ from __future__ import absolute_import
 
 TTY = False            # no terminal needed
 CORE_IN_ARGV = True    # as ssh: nothing waits for stdin before HELLO
-RUNS_HERE = True       # its Python is a file of this machine
 PROMPT = None          # never asks for a password
 
 

@@ -1,7 +1,7 @@
 """Start a context: run its program, answer prompts, boot the core.
 
 The target receives a first stage on its command line, which prints a
-ready marker and runs the compressed core; the core reads its BOOT frame
+ready marker with its Python's version and runs the compressed core; the core reads its BOOT frame
 and answers HELLO.  Where the core and BOOT come from depends on the
 method (its ``CORE_IN_ARGV``):
 
@@ -39,7 +39,11 @@ from plasmid.core.waiting import wait_for
 from plasmid.connect.process import Process
 
 READY_WORD = 'PLASMID-READY'
-READY = (READY_WORD + '\n').encode('ascii')
+# The ready marker is READY, the Python's "major.minor", a newline: the
+# master knows which bytecode a new context runs before its HELLO.
+READY = READY_WORD.encode('ascii')
+READY_LINE_MAX = len(READY) + 16  # a longer line is not the marker
+READY_VERSION = re.compile(br'(\d{1,3})\.(\d{1,3})$')
 REAP_TIMEOUT = 5.0
 # How long a link whose program's stdout has ended waits for the rest of
 # its stderr (ssh's reason for a lost connection) before it closes.
@@ -73,7 +77,7 @@ BOOTSTRAP_TEXT = re.compile(r"\S*-c'? '?import binascii,zlib;exec\S*|"
 # Both forms leave the compressed core in b (a context keeps it, to start
 # its own children) and BOOT in f, None when it is to be read from stdin.
 FIRST_STAGE = '''import os,sys,zlib
-os.write(1,b'%s\\n')
+os.write(1,b'%s%%d.%%d\\n'%%sys.version_info[:2])
 n=%d
 b=c=os.read(0,n)
 while c and len(b)<n:c=os.read(0,n-len(b));b+=c
@@ -84,7 +88,7 @@ exec(zlib.decompress(b))
 # The words after -c are the core and BOOT; they leave sys.argv, which is
 # ['-c'] in every context, as with the other form.
 FIRST_STAGE_ARGV = '''import binascii,os,sys,zlib
-os.write(1,b'%s\\n')
+os.write(1,b'%s%%d.%%d\\n'%%sys.version_info[:2])
 b,f=[binascii.a2b_base64(w) for w in sys.argv[1:3]]
 del sys.argv[1:]
 exec(zlib.decompress(b))
@@ -202,7 +206,8 @@ class Handshake(object):
         # first on stdin), unless the method sends its core ahead.
         self.payload_queued = getattr(method, 'CORE_AHEAD', False)
         self.to_write = self.payload_queued and payload or b''
-        self.stdout = b''
+        self.stdout = b''  # until the ready marker's line
+        self.python = None  # (major, minor), as that line says
         self.stderr = b''
         self.prompt_buf = b''
         self.prompts = 0
@@ -408,12 +413,11 @@ class Handshake(object):
 
     def _on_stdout(self, data):
         if self.reader is None:
-            self.stdout += data
-            at = self.stdout.find(READY)
-            if at < 0:
-                self.stdout = self.stdout[-len(READY):]
+            self.python, rest = split_at_ready(self.stdout + data)
+            if self.python is None:
+                self.stdout = rest
                 return None
-            data = self.stdout[at + len(READY):]
+            data, self.stdout = rest, b''
             self.reader = FrameReader()
             if self.until_ready:
                 self.reader.buffer += data  # HELLO's first bytes, maybe
@@ -429,6 +433,25 @@ class Handshake(object):
         return hello.value()
 
 
+def split_at_ready(output):
+    """A start's stdout so far, split at the ready marker's line: (the
+    Python's (major, minor) it gives, what follows the line) once it has
+    come; else (None, the end of *output* to read on from)."""
+    while True:
+        at = output.find(READY)
+        if at < 0:
+            return None, output[-len(READY):]
+        end = output.find(b'\n', at)
+        if 0 <= end - at <= READY_LINE_MAX:
+            found = READY_VERSION.match(output[at + len(READY):end])
+            if found:
+                python = (int(found.group(1)), int(found.group(2)))
+                return python, output[end + 1:]
+        elif end < 0 and len(output) - at <= READY_LINE_MAX:
+            return None, output[at:]  # the rest of the line is coming
+        output = output[at + 1:]  # the word, not in our line: look on
+
+
 def connect(router, spec, blob, watch_boot=None):
     """Start the context *spec* describes; return (stream, hello info).
 
@@ -438,7 +461,8 @@ def connect(router, spec, blob, watch_boot=None):
     with one.
 
     With *watch_boot*, it returns as soon as the new Python is up, with
-    None for the info: the core boots there while the caller's first
+    only its version for the info (``{'version': [major, minor]}``, from
+    its ready marker): the core boots there while the caller's first
     messages travel, and ``watch_boot(stream)``, run on the loop before
     the stream reads anything, sees its HELLO or its failure (see
     plasmid.master.booting).
@@ -517,7 +541,9 @@ def _connect(router, spec, blob, method, tty, watch_boot):
     # (close_all) could close another thread's newly opened fds.
     proc.stdin = proc.stdout = None
     if watch_boot is not None:
-        info = None  # HELLO comes on the stream, to watch_boot
+        # HELLO comes on the stream, to watch_boot; till then, the version
+        # the ready marker gave.
+        info = handshake.python and {'version': list(handshake.python)}
         unsent = handshake.unsent()
         if unsent:
             stream.send(unsent)  # a core read from stdin: ahead of all

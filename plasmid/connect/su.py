@@ -11,7 +11,6 @@ from plasmid.connect.spawn import PASSWORD_REFUSED, shell_command
 
 TTY = False
 CORE_IN_ARGV = False   # the core follows on stdin, after the password
-RUNS_HERE = True       # its Python is a file of this machine
 # su's prompt in the languages it is most often installed with.
 PROMPT = re.compile(br'(?i)(password|passwort|mot de passe|contrase\xc3\xb1a|'
                     br'senha|parola|wachtwoord|\xd0\xbf\xd0\xb0\xd1\x80\xd0'

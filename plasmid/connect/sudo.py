@@ -22,7 +22,6 @@ PROMPTS_ON_TERMINAL = False  # -S: on stderr, the answer on stdin
 # sudo logs the command line it runs, and -S reads the password from stdin:
 # the core goes to stdin once the interpreter is up.
 CORE_IN_ARGV = False
-RUNS_HERE = True       # its Python is a file of this machine
 PROMPT_TEXT = 'plasmid-sudo-password:'
 PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))
 REFUSALS = []

@@ -536,19 +536,18 @@ class Router:
         boot = Boot(self.loop, spec['name'], spawn.connect_timeout(spec))
         self.boots[context_id] = boot  # before its HELLO can come
         try:
-            stream, _ = spawn.connect(self.core, spec, build_blob(),
-                                      watch_boot=boot.watch)
+            stream, ready = spawn.connect(self.core, spec, build_blob(),
+                                          watch_boot=boot.watch)
         except BaseException:
             del self.boots[context_id]
             raise
         with self.lock:
             self.streams.append(stream)
-        if spec.get('python_path') == sys.executable and \
-                getattr(spawn.method_module(spec['method']), 'RUNS_HERE',
-                        False):
-            # This very interpreter: modules pushed ahead of the first
-            # call, before its HELLO, can carry bytecode too.
-            self.responder.pythons[context_id] = tuple(sys.version_info[:2])
+        python = spawn.python_of(ready)
+        if python is not None:
+            # From its ready marker: the modules pushed ahead of the first
+            # call, before its HELLO, can carry code for its version.
+            self.responder.pythons[context_id] = python
         context = MasterContext(self, context_id, spec['name'], None, None,
                                 stream, boot)
         self._keep(context)

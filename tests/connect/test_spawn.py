@@ -25,6 +25,11 @@ PAYLOAD = (b"import os, sys\n"
            b"os.write(1, text.encode('ascii'))\n")
 
 
+def ready_line(version: str) -> bytes:
+    """The first stage's ready marker on Python *version* ("X.Y")."""
+    return spawn.READY + version.encode('ascii') + b'\n'
+
+
 def _run_first_stage(python, stdin: bytes, blob_size: int):
     argv = spawn.boot_argv(python, blob_size)
     return subprocess.run(argv, input=stdin, capture_output=True, timeout=60)
@@ -38,7 +43,7 @@ def test_first_stage_runs_blob_from_stdin(version: str) -> None:
     blob = zlib.compress(PAYLOAD)
     result = _run_first_stage(python, blob, len(blob))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == spawn.READY + b'payload ran on ' + \
+    assert result.stdout == ready_line(expected) + b'payload ran on ' + \
         expected.encode()
 
 
@@ -48,7 +53,7 @@ def test_first_stage_gives_up_on_short_input(version: str) -> None:
     blob = zlib.compress(PAYLOAD)
     result = _run_first_stage(require_python(version), blob[:-3], len(blob))
     assert result.returncode == 1
-    assert result.stdout == spawn.READY
+    assert result.stdout == ready_line(version)
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.6', '3.13', 'master'])
@@ -64,7 +69,24 @@ def test_first_stage_carrying_runs_the_blob_from_its_argv(version: str
     result = subprocess.run(argv, stdin=subprocess.DEVNULL,
                             capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == spawn.READY + b"boot\x00frame ['-c']"
+    expected = '%d.%d' % sys.version_info[:2] if version == 'master' \
+        else version
+    assert result.stdout == ready_line(expected) + b"boot\x00frame ['-c']"
+
+
+@pytest.mark.parametrize('output, python, rest', [
+    (b'PLASMID-READY3.11\nhello', (3, 11), b'hello'),
+    (b'motd\r\nPLASMID-READY2.7\n', (2, 7), b''),
+    # Cut before the line ends: the line is kept for the next read.
+    (b'banner PLASMID-READY3.1', None, b'PLASMID-READY3.1'),
+    (b'PLASMID-', None, b'PLASMID-'),
+    # The word elsewhere than in our line is passed over.
+    (b'PLASMID-READY is up\nPLASMID-READY3.13\nx', (3, 13), b'x'),
+    (b'PLASMID-READY' + b'9' * 40, None, b'9' * 13),
+])
+def test_the_ready_marker_gives_the_pythons_version(output, python,
+                                                    rest) -> None:
+    assert spawn.split_at_ready(output) == (python, rest)
 
 
 def test_a_local_boot_needs_nothing_from_stdin() -> None:

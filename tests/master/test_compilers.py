@@ -82,13 +82,40 @@ def test_a_later_context_of_another_version_runs_the_helpers_code(
         assert compiled_by_context(router, foreign_python) == \
             ['__init__.py', 'one.py', 'two.py']
         assert helpers_of(router).wait_idle(60)
+        # The first call's own module too, sent before HELLO.
         assert sorted(name for (version, name), code
                       in helpers_of(router).known.items()
-                      if version == FOREIGN_VERSION and code) == MODULES
+                      if version == FOREIGN_VERSION and code) == \
+            sorted(MODULES + ['import_fns'])
         assert compiled_by_context(router, foreign_python) == []
         helper = helpers_of(router).helpers[FOREIGN_VERSION]
     # Shutting the router down ended the helper.
     assert helper is not None and helper.process.poll() is not None
+
+
+def test_a_first_calls_module_is_compiled_for_the_next_context(
+        tmp_path, monkeypatch, foreign_python) -> None:
+    # The package a first call needs goes ahead of it, before HELLO: the
+    # version from the ready marker has the helper compile it too (the
+    # accelerator's target code, shipped so to every host).
+    monkeypatch.setenv(cache.ENV, str(tmp_path / 'cache'))
+    root = str(tmp_path / 'calltree')
+    import_fns.write_tree(root, {
+        'impcall/__init__.py': 'from impcall.half import HALF\n'
+                               'def answer():\n    return 2 * HALF\n',
+        'impcall/half.py': 'HALF = 21\n'})
+    names = ['impcall', 'impcall.half']
+    with on_master_path(root, 'impcall'), \
+            plasmid.Router(compilers={FOREIGN: foreign_python}) as router:
+        import impcall
+        arrived = []
+        for _ in range(2):
+            ctx = router.local(python_path=foreign_python)
+            assert ctx.call(impcall.answer) == 42
+            arrived.append(ctx.call(import_fns.arrived_with_code, names))
+            assert helpers_of(router).wait_idle(60)
+    assert arrived == [dict.fromkeys(names, False),
+                       dict.fromkeys(names, True)]
 
 
 @pytest.mark.parametrize('version', [
@@ -289,7 +316,7 @@ def test_the_disk_cache_keeps_the_newest_entries_of_a_version(
         assert helpers_of(router).wait_idle(60)
     kind = 'code%s-' % FOREIGN
     older = sorted(n for n in os.listdir(where) if n.startswith(kind))
-    assert len(older) == 3
+    assert len(older) == 4  # the package's three, and import_fns
     for name in older:
         os.utime(os.path.join(where, name), (1000, 1000))
     with open(os.path.join(tree, 'impforeign', 'one.py'), 'w') as handle:

@@ -42,7 +42,7 @@ def feed():
             break
         child.stdin.write(data)
 threading.Thread(target=feed, daemon=True).start()
-marker, seen, ready = b'PLASMID-READY\n', b'', False
+marker, seen, ready = b'PLASMID-READY', b'', False
 while True:
     data = os.read(child.stdout.fileno(), 65536)
     if not data:
@@ -50,9 +50,10 @@ while True:
     if not ready:
         seen += data
         at = seen.find(marker)
-        if at >= 0:
+        end = seen.find(b'\n', at) if at >= 0 else -1
+        if end >= 0:  # the marker's line, with the Python's version
             ready = True
-            cut = at + len(marker) - (len(seen) - len(data))
+            cut = end + 1 - (len(seen) - len(data))
             os.write(1, data[:cut])
             if answer == 'exit':
                 child.kill()
