@@ -36,6 +36,7 @@ from plasmid.core.loop import set_nonblocking
 from plasmid.core.router import BOOT, HELLO
 from plasmid.core.stream import Stream
 from plasmid.core.waiting import wait_for
+from plasmid.connect import context_log
 from plasmid.connect.process import Process
 
 READY_WORD = 'PLASMID-READY'
@@ -567,7 +568,7 @@ class ErrorOutput(object):
     def __init__(self, loop, proc, name):
         self.loop = loop
         self.proc = proc
-        self.log = logging.getLogger('plasmid.ctx.' + name)
+        self.name = name  # its records: context_log, under plasmid.ctx.<name>
         # (time, text) as read, as written (ssh ends its lines \r\n)
         self.recent = collections.deque(maxlen=64)
         self.input_ended = None  # when the link's stdout ended
@@ -619,7 +620,7 @@ class ErrorOutput(object):
         self.recent.append((time.time(), text))
         for line in text.splitlines():
             if line.strip():
-                self.log.warning('%s', line)
+                context_log.log(self.name, logging.WARNING, '%s', (line,))
 
 
 def reap(proc, timeout=REAP_TIMEOUT):

@@ -17,7 +17,7 @@ import time
 import weakref
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from plasmid.connect import spawn
+from plasmid.connect import context_log, spawn
 from plasmid.core.context import Context
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
@@ -518,8 +518,7 @@ class Router:
                     connect_timeout=connect_timeout)
         spec['name'] = name or self._default_name(method, spec, context_id)
         spec['master_version'] = platform.python_version()
-        spec['log_level'] = logging.getLogger(
-            'plasmid.ctx.' + spec['name']).getEffectiveLevel()
+        spec['log_level'] = context_log.level_of(spec['name'])
         if via is None:
             return self._start_direct(spec)
         return self._start_via(spec, via)
@@ -625,9 +624,8 @@ class Router:
         name = context.name if context else 'context-%d' % msg.src
         if not isinstance(level, int):
             level = logging.INFO
-        logging.getLogger('plasmid.ctx.' + name).log(
-            level, '%s', text,
-            extra={'plasmid_context': name, 'plasmid_origin': origin})
+        context_log.log(name, level, '%s', (text,), extra={
+            'plasmid_context': name, 'plasmid_origin': origin})
 
     # -------------------------------------------------------- shutdown
 
