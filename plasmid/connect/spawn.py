@@ -2,8 +2,8 @@
 
 The target receives a first stage on its command line, which prints a
 ready marker with its Python's version and runs the compressed core; the
-core reads its BOOT frame and answers HELLO.  Where the core and BOOT come from depends on the
-method (its ``CORE_IN_ARGV``):
+core reads its BOOT frame and answers HELLO.  Where the core and BOOT come
+from depends on the method (its ``CORE_IN_ARGV``):
 
 - ssh and local carry them on the command line too, as two base64 words.
   ssh forwards stdin only once the remote command has started (about one
