@@ -427,14 +427,18 @@ class Broker:
     def run_shell(self, spec: dict, python: Optional[str], command: str,
                   in_data: Optional[bytes], prompt: Optional[bytes],
                   password: Optional[bytes], success: Optional[bytes],
-                  terminal: Optional[str] = None, timeout: int = 30):
+                  terminal: Optional[str] = None, timeout: int = 30,
+                  login_shell: bool = False):
+        """A shell command in the context for *spec*: by ``/bin/sh``, or
+        with *login_shell* by the account's login shell, as ssh runs a
+        command the plugin passes on as given."""
         found = self.pool.get(spec, python)
         self.counts['shell_as_given' if success else
                     'shell_become' if spec.get('become') else 'shell'] += 1
         return self._whole(spec, found, self._call(
             spec, found, target.run_shell, command, in_data, prompt,
             password, success, terminal, timeout, _runs_as_sudo_job(spec),
-            self.hold_above))
+            self.hold_above, login_shell))
 
     def _whole(self, spec: dict, found: Target, answer: tuple) -> tuple:
         """*answer* as ``(rc, stdout, stderr)``: a result the context

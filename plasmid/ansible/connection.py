@@ -128,6 +128,9 @@ class Connection(ConnectionBase):
     transport = 'ssh'
     # ansible-core's plugin for what we do not host (a host without Python).
     VANILLA = 'ansible.builtin.ssh'
+    # sshd hands a command to the account's login shell (bash's `[[` works
+    # in `raw` there); a container's exec runs /bin/sh or no shell.
+    LOGIN_SHELL_RUNS_COMMANDS = True
     # Pipelining comes from our 'pipelining' option (default true), never
     # from always_pipeline_modules: that would pipeline async tasks too,
     # which then run synchronously.
@@ -436,7 +439,8 @@ class Connection(ConnectionBase):
     def _run_as_given(self, cmd: str, in_data: Optional[bytes],
                       success: Optional[str],
                       sudoable: bool) -> tuple[int, bytes, bytes]:
-        """The fallback: the whole command through the login shell."""
+        """The fallback: the whole command through the login shell
+        (``raw``'s, which may need that shell: bash's ``[[``, say)."""
         prompt = password = None
         plugin = self.become
         if success and plugin.prompt:
@@ -447,7 +451,8 @@ class Connection(ConnectionBase):
         rc, out, err = self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
-            self._terminal(in_data, sudoable), timeout)
+            self._terminal(in_data, sudoable), timeout,
+            self.LOGIN_SHELL_RUNS_COMMANDS)
         # Without the marker the become program never got to the command:
         # a kill then was our prompt handling's, not a signal it died of.
         stopped_at_become = bool(success) and to_bytes(success) not in out

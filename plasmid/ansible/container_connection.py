@@ -41,6 +41,7 @@ class _ContainerConnection(connection.Connection):
 
     # The router method, the client's name in messages.
     METHOD = ''
+    LOGIN_SHELL_RUNS_COMMANDS = False
 
     def _hostname(self) -> str:
         """The container, from the plugin's remote_addr."""

@@ -42,8 +42,8 @@ def available():
             and os.path.isdir('/proc/self/fd'))
 
 
-def start_on_pipes(argv, env):
-    """Start *argv* (its first word an absolute path) in a session of its
+def start_on_pipes(path, argv, env):
+    """Start the program *path* (absolute) with *argv* in a session of its
     own with pipes for its stdin, stdout and stderr.  Returns a
     :class:`Started` holding our ends, or None where this libc's
     posix_spawn cannot setsid, or where this process has closed one of its
@@ -58,7 +58,7 @@ def start_on_pipes(argv, env):
         return None
     pid = None
     try:
-        pid = _spawn(argv, env, [(os.POSIX_SPAWN_DUP2, fd, target)
+        pid = _spawn(path, argv, env, [(os.POSIX_SPAWN_DUP2, fd, target)
                                  for target, fd in enumerate(child_ends)])
     finally:  # the child has its copies; ours go too if nothing started
         for fd in child_ends + (ours if pid is None else []):
@@ -70,8 +70,8 @@ def start_on_pipes(argv, env):
                          os.fdopen(ours[2], 'rb', 0)])
 
 
-def start_on_terminal(argv, env, terminal):
-    """Start *argv* in a session of its own with the pseudo-terminal whose
+def start_on_terminal(path, argv, env, terminal):
+    """Start the program *path* with *argv* in a session of its own with the pseudo-terminal whose
     slave side is the descriptor *terminal* as its controlling terminal
     and its stdin, stdout and stderr.  Returns a :class:`Started`, or None
     where this libc's posix_spawn cannot setsid or the terminal cannot be
@@ -86,9 +86,9 @@ def start_on_terminal(argv, env, terminal):
         os.close(os.open(name, os.O_RDWR | os.O_NOCTTY))
     except OSError:
         return None
-    pid = _spawn(argv, env, [(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),
-                             (os.POSIX_SPAWN_DUP2, 0, 1),
-                             (os.POSIX_SPAWN_DUP2, 0, 2)])
+    pid = _spawn(path, argv, env,
+                 [(os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),
+                  (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
     return None if pid is None else Started(pid)
 
 
@@ -123,12 +123,12 @@ class Started(object):
             os.kill(self.pid, signal.SIGKILL)
 
 
-def _spawn(argv, env, file_actions):
-    """posix_spawn *argv* as sshd starts a command; its pid, or None where
+def _spawn(path, argv, env, file_actions):
+    """posix_spawn *path* with *argv* as sshd starts a command; its pid, or None where
     this libc cannot setsid in posix_spawn (nothing ran)."""
     _forbid_inheritance()
     try:
-        return os.posix_spawn(argv[0], argv, env, setsid=True,
+        return os.posix_spawn(path, argv, env, setsid=True,
                               setsigdef=DEFAULT_SIGNALS,
                               file_actions=file_actions)
     except NotImplementedError:

@@ -407,17 +407,21 @@ def _shell_environment():
 
 def run_shell(command, in_data=None, prompt=None, password=None,
               success=None, terminal=None, timeout=30, as_job=False,
-              hold_above=None):
+              hold_above=None, login=False):
     """:func:`shell`, its output held beyond *hold_above* bytes (see
     :func:`_held_if_large`)."""
     rc, out, err = shell(command, in_data, prompt, password, success,
-                         terminal, timeout, as_job)
+                         terminal, timeout, as_job, login)
     return _held_if_large(rc, out, err, hold_above)
 
 
 def shell(command, in_data=None, prompt=None, password=None,
-          success=None, terminal=None, timeout=30, as_job=False):
-    """``/bin/sh -c command``; *in_data* on its stdin.
+          success=None, terminal=None, timeout=30, as_job=False,
+          login=False):
+    """``/bin/sh -c command``; *in_data* on its stdin.  With *login*,
+    the account's login shell runs it instead, as sshd runs a command:
+    ansible-core's ``raw`` (and a become command given as is) reaches
+    that shell unwrapped, and may use what only it understands.
 
     A become command with a password (sudo -S, su) may ask for it: if
     *prompt* (bytes) shows up before *success* (the become plugin's
@@ -428,12 +432,14 @@ def shell(command, in_data=None, prompt=None, password=None,
     command on a terminal of its own (use_pty).
     """
     command = _native(command)
+    path = login_shell() if login else '/bin/sh'
+    argv = [os.path.basename(path), '-c', command]
     if terminal is not None:
-        argv = ['/bin/sh', '-c', _JOB_SCRIPT, 'sh', command] if as_job \
-            else ['/bin/sh', '-c', command]
-        return _run_on_tty(argv, terminal, prompt, password, success,
+        if as_job:
+            path, argv = '/bin/sh', ['sh', '-c', _JOB_SCRIPT, 'sh', command]
+        return _run_on_tty(path, argv, terminal, prompt, password, success,
                            timeout)
-    proc = _start_on_pipes(['/bin/sh', '-c', command])
+    proc = _start_on_pipes(path, argv)
     try:
         if prompt is None and success is None:
             out, err = proc.communicate(in_data or b'')
@@ -456,16 +462,33 @@ def shell(command, in_data=None, prompt=None, password=None,
     return proc.returncode, head_out + out, head_err + err
 
 
-def _start_on_pipes(argv):
-    """*argv* started as sshd starts a command (see _own_session), with
-    pipes for its stdin, stdout and stderr: by posix_spawn where it can,
-    without forking this context; a Popen or what stands for one."""
+_login_shell = []  # the one answer, once looked up
+
+
+def login_shell():
+    """The shell sshd runs this account's commands with: its login shell
+    from the password database, ``/bin/sh`` where that names none."""
+    if not _login_shell:
+        import pwd
+        try:
+            found = pwd.getpwuid(os.getuid()).pw_shell
+        except KeyError:  # an account the database does not know
+            found = ''
+        _login_shell.append(found if os.path.isabs(found) else '/bin/sh')
+    return _login_shell[0]
+
+
+def _start_on_pipes(path, argv):
+    """The program *path* started with *argv* as sshd starts a command
+    (see _own_session), with pipes for its stdin, stdout and stderr: by
+    posix_spawn where it can, without forking this context; a Popen or
+    what stands for one."""
     env = _shell_environment()
     if shell_spawn.available():
-        proc = shell_spawn.start_on_pipes(argv, env)
+        proc = shell_spawn.start_on_pipes(path, argv, env)
         if proc is not None:
             return proc
-    return subprocess.Popen(argv, stdin=subprocess.PIPE,
+    return subprocess.Popen(argv, executable=path, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             close_fds=True, preexec_fn=_own_session,
                             env=env)
@@ -546,9 +569,9 @@ def relay(context, name, args):
 _JOB_SCRIPT = '(set -m) 2>/dev/null && set -m; /bin/sh -c "$1"; exit $?'
 
 
-def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
-                timeout=30):
-    """Run *argv* on a pseudo-terminal; its stdout and stderr both go
+def _run_on_tty(path, argv, terminal, prompt=None, password=None,
+                success=None, timeout=30):
+    """Run the program *path* with *argv* on a pseudo-terminal; its stdout and stderr both go
     there, as with ``ssh -tt``, and so do a become program's prompt and
     the password typed at it.  TERM is *terminal*, the type the ssh client
     announces with its terminal (its own TERM), unless that is empty."""
@@ -560,9 +583,9 @@ def _run_on_tty(argv, terminal, prompt=None, password=None, success=None,
     try:
         proc = None
         if shell_spawn.available():
-            proc = shell_spawn.start_on_terminal(argv, env, slave)
+            proc = shell_spawn.start_on_terminal(path, argv, env, slave)
         if proc is None:  # 2.7-3.7, no setsid in posix_spawn, no pts name
-            proc = subprocess.Popen(argv, stdin=slave, stdout=slave,
+            proc = subprocess.Popen(argv, executable=path, stdin=slave, stdout=slave,
                                     stderr=slave, close_fds=True,
                                     preexec_fn=_new_session, env=env)
     finally:

@@ -910,6 +910,41 @@ def test_raw_commands_start_as_under_sshd(ansible_bin, ansible_account, sshd,
             '180000000\r\n'
 
 
+RAW_IN_BASH = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a bash test
+      raw: '[[ 1 == 1 ]] && echo yes'
+    - name: brace expansion
+      raw: echo {a,b}c
+    - name: the shell's name
+      raw: echo $0
+    - name: a module's shell is ansible-core's /bin/sh
+      shell: echo $0
+    - name: raw as root runs the login account's shell
+      raw: echo $0
+      become: true
+"""
+
+
+def test_raw_runs_in_the_login_shell(ansible_bin, ansible_account, sshd,
+                                     tmp_path):
+    """sshd hands a command to the account's login shell: an account of
+    bash runs raw's bash syntax (our context used to run it by /bin/sh,
+    dash here, where `[[` is not found)."""
+    from testbed import accounts
+    inv = inventory(sshd, ansible_account)
+    with accounts.login_shell('/bin/bash', ansible_account):
+        vanilla, ours = run_both(ansible_bin, tmp_path, RAW_IN_BASH, inv)
+    assert vanilla.rc == 0, vanilla.output
+    seen = ours.by_task()
+    assert seen['t1', 'a bash test']['result']['stdout'] == 'yes\r\n'
+    assert seen['t1', "the shell's name"]['result']['stdout'] == 'bash\r\n'
+    assert seen['t1', "a module's shell is ansible-core's /bin/sh"][
+        'result']['stdout'] == '/bin/sh'
+
+
 RAW_BECOME = """
 - hosts: targets
   gather_facts: false

@@ -116,7 +116,7 @@ def test_a_process_without_its_stdin_leaves_commands_to_subprocess():
     import subprocess
     import sys
     code = ('import os; os.close(0); from plasmid.ansible import '
-            'shell_spawn; print(shell_spawn.start_on_pipes(["/bin/sh", '
+            'shell_spawn; print(shell_spawn.start_on_pipes("/bin/sh", ["sh", '
             '"-c", "echo ran"], dict(os.environ)))')
     checkout = os.path.dirname(os.path.dirname(plasmid.__file__))
     done = subprocess.run([sys.executable, '-c', code], capture_output=True,
