@@ -34,6 +34,7 @@ import importlib.util
 import logging
 import marshal
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -139,7 +140,7 @@ class ModuleFinder:
         try:
             stamp = _stamp(origin)
             with tokenize.open(origin) as handle:
-                source = handle.read()
+                source = without_coding_cookie(handle.read())
         except (OSError, SyntaxError):
             return absent
         self.read_stamps[fullname] = stamp
@@ -186,6 +187,22 @@ class ModuleFinder:
                 fullname, list(parent_spec.submodule_search_locations))
         except (ImportError, ValueError):
             return None
+
+
+# PEP 263's declaration, in one of a file's first two lines.
+_CODING_COOKIE = re.compile(r'^([ \t\f]*#.*?coding)[:=]', re.MULTILINE)
+
+
+def without_coding_cookie(source: str) -> str:
+    """*source*, decoded already, with its encoding declaration made a
+    plain comment (``coding: utf-8`` -> ``coding  utf-8``): it is sent
+    as text, and Python 2 refuses to compile text that declares one."""
+    head, newline, rest = source.partition('\n')
+    second, newline2, rest = rest.partition('\n')
+    first_two = head + newline + second + newline2
+    if 'coding' not in first_two:
+        return source
+    return _CODING_COOKIE.sub(r'\1 ', first_two, count=1) + rest
 
 
 class Edges:

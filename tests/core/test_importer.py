@@ -790,6 +790,28 @@ def test_syntax_the_target_cannot_compile(router: plasmid.Router,
     assert target in error                        # the target's Python
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+@pytest.mark.parametrize('cookie, encoding', [
+    ('# -*- coding: utf-8 -*-', 'utf-8'),
+    ('# vim: set fileencoding=latin-1 :', 'latin-1'),
+])
+def test_a_module_that_declares_its_encoding(router: plasmid.Router,
+                                             tmp_path, version: str,
+                                             cookie: str,
+                                             encoding: str) -> None:
+    """Source is sent decoded; Python 2 refuses to compile text that
+    declares an encoding, so the declaration arrives as a plain comment
+    (and its strings as the master read them)."""
+    root = str(tmp_path / 'cookie')
+    os.makedirs(root)
+    with open(os.path.join(root, 'cookie_mod.py'), 'wb') as handle:
+        handle.write(('%s\nVALUE = u"caf\u00e9"\n' % cookie).encode(encoding))
+    with on_master_path(root, 'cookie_mod'):
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(import_fns.attribute, 'cookie_mod', 'VALUE') == \
+            'caf\u00e9'
+
+
 # ------------------------------------------------------ negative answers
 
 
