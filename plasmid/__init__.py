@@ -22,7 +22,7 @@ _LAZY = {
     'Router': 'plasmid.master.router',
     'Context': 'plasmid.core.context',
     'Future': 'plasmid.core.context',
-    'as_completed': 'plasmid.core.context',
+    'as_completed': 'plasmid.master.futures',
 }
 
 

@@ -24,6 +24,7 @@ from plasmid.connect import spawn
 from plasmid.core.context import Future
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.loop import Latch
+from plasmid.master import futures
 
 # Beyond connect_timeout, how long a reader of the info waits for the
 # boot's timer to have fired (it fires on the loop, which may be busy).
@@ -96,8 +97,10 @@ class BootingFuture(Future):
     not the ContextLost that a context lost later gives."""
 
     def result(self, timeout: Optional[float] = None) -> Any:
+        """As the core's, with *timeout* checked (see futures.py)."""
+        timeout = futures.checked_timeout(timeout)
         try:
-            return super().result(timeout)
+            return futures.wait_in_pieces(super().result, timeout)
         except ContextLost:
             boot = self.context.boot
             if boot is None or boot.error is None:

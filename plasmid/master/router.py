@@ -10,6 +10,8 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import math
+import os
 import platform
 import sys
 import threading
@@ -18,7 +20,7 @@ import weakref
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from plasmid.connect import context_log, spawn
-from plasmid.core.context import Context
+from plasmid.core.context import MAIN_ALIAS, Context
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
@@ -65,6 +67,43 @@ def _checked_timeout(seconds: Any) -> Optional[float]:
         raise ValueError('prompt_timeout must be None or a positive number '
                          'of seconds, not %r' % (seconds,))
     return float(seconds)
+
+
+# A start's timers and waits go through poll(), which takes at most
+# 2**31 - 1 ms.
+LONGEST_CONNECT_TIMEOUT = 2147483.0
+
+
+def _checked_connect_timeout(seconds: Any) -> Optional[float]:
+    """None (the default, 30 s) or a positive number of seconds that a
+    start can wait: 0 used to mean the default, a string failed deep in
+    the start."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or math.isnan(seconds) or not \
+            0 < seconds <= LONGEST_CONNECT_TIMEOUT:
+        raise ValueError('connect_timeout must be None or a number of '
+                         'seconds above 0 and at most %d, not %r'
+                         % (LONGEST_CONNECT_TIMEOUT, seconds))
+    return float(seconds)
+
+
+def _checked_python_path(python_path: Any) -> Any:
+    """A path (a string or os.PathLike) or an argv list of strings."""
+    if python_path is None:
+        return None
+    if isinstance(python_path, os.PathLike):
+        python_path = os.fspath(python_path)
+    if isinstance(python_path, str):
+        if not python_path:
+            raise ValueError('python_path must not be empty')
+        return python_path
+    if isinstance(python_path, (list, tuple)) and python_path and all(
+            isinstance(word, str) for word in python_path):
+        return list(python_path)
+    raise TypeError('python_path must be a path or a non-empty list of '
+                    'strings (an argv), not %r' % (python_path,))
 
 
 def _checked_args(option: str, args: Any) -> list[str]:
@@ -151,9 +190,9 @@ def _target_python(python_path: PythonPath) -> Any:
     """The interpreter of a container or another process's namespaces:
     one of that filesystem, nothing to do with ours nor with via's;
     python3 on its PATH unless told."""
-    if not python_path:
+    if python_path is None or python_path == '':
         return 'python3'
-    return python_path if isinstance(python_path, str) else list(python_path)
+    return _checked_python_path(python_path)
 
 
 def longest_start_of(spec: dict) -> float:
@@ -161,6 +200,11 @@ def longest_start_of(spec: dict) -> float:
     connect_timeout (spawn.Handshake.run), and a sudo under requiretty
     is started a second time, on a terminal."""
     return spawn.START_STAGES * 2 * spawn.connect_timeout(spec)
+
+
+def _main_has_source() -> bool:
+    path = getattr(sys.modules.get('__main__'), '__file__', None)
+    return bool(path) and os.path.isfile(path)
 
 
 class MasterContext(Context):
@@ -196,11 +240,24 @@ class MasterContext(Context):
             raise self.boot.error
         super().call_no_reply(func, *args, **kwargs)
 
+    def _call_message(self, func: Any, args: tuple, kwargs: dict,
+                      reply_to: int) -> Message:
+        if not hasattr(func, '__qualname__'):  # a partial, an instance
+            raise TypeError('cannot call %r: a call names a function, class '
+                            'or method to import, and a %s has no name'
+                            % (func, type(func).__name__))
+        return super()._call_message(func, args, kwargs, reply_to)
+
     def _before_call(self, module: str) -> None:
         """The called function's module goes ahead of the call to the
         direct child on the way (this context, or the intermediary it was
         started through): the call then imports it without a round trip to
         the master; a deeper context asks its parent, which has it."""
+        if module == MAIN_ALIAS and not _main_has_source():
+            raise TypeError(
+                'cannot call a function of __main__: this program has no '
+                'source file to send (python -c, a script on stdin, an '
+                'interactive session); define the function in a module')
         self.master.responder.push(self.first_hop().context_id, module)
 
     def first_hop(self) -> "MasterContext":
@@ -498,8 +555,7 @@ class Router:
     def _python(python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:
         if python_path is not None:
-            return python_path if isinstance(python_path, str) \
-                else list(python_path)
+            return _checked_python_path(python_path)
         if via is not None:
             return via.python_path or 'python3'
         return sys.executable
@@ -512,6 +568,13 @@ class Router:
         if via is not None and not via.is_alive():
             raise ContextLost('cannot start a context via %s: it is gone'
                               % via.name)
+        connect_timeout = _checked_connect_timeout(connect_timeout)
+        if name is not None and not isinstance(name, str):
+            raise TypeError('name must be None or a string, not %r'
+                            % (name,))
+        if 'python_path' in options:
+            options['python_path'] = _checked_python_path(
+                options['python_path'])
         self._sweep()
         context_id = next(self.ids)
         spec = dict(options, method=method, context_id=context_id,

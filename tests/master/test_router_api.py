@@ -3,8 +3,11 @@ call_no_reply, as_completed, errors, and every target Python version."""
 from __future__ import annotations
 
 import builtins
+import functools
 import logging
 import os
+import subprocess
+import sys
 from typing import Iterator
 
 import pytest
@@ -141,7 +144,8 @@ def _nested_function() -> int:
     (lambda: (lambda: 1), 'lambda'),
     (_nested_function, 'closures'),
     (lambda: local_fns.Tools().instance_method, 'bound to an instance'),
-], ids=['lambda', 'closure', 'bound-method'])
+    (lambda: functools.partial(local_fns.add, 1), 'a partial has no name'),
+], ids=['lambda', 'closure', 'bound-method', 'partial'])
 def test_unimportable_functions_fail_at_once(ctx: plasmid.Context,
                                              make_func, words: str) -> None:
     func = make_func()
@@ -247,3 +251,47 @@ def test_a_container_user_that_is_no_name_or_uid_is_refused(
     with pytest.raises(ValueError, match='username must be'):
         getattr(router, method)(container='c', username=username)
     assert router.streams == []
+
+
+def test_a_function_of_a_main_without_source_fails_at_once(tmp_path) -> None:
+    """python -c (or stdin, or a REPL) leaves nothing the context could
+    import: the call fails here, naming why, not remotely with an
+    ImportError of plasmid's alias for __main__."""
+    code = ('import plasmid\n'
+            'def here(): return 1\n'
+            'with plasmid.Router() as router:\n'
+            '    ctx = router.local()\n'
+            '    try:\n'
+            '        ctx.call(here)\n'
+            '    except TypeError as exc:\n'
+            '        print(exc)\n'
+            '    print(ctx.call(abs, -3))\n')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=60, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert 'no source file' in first and 'python -c' in first, first
+    assert second == '3'
+
+
+@pytest.mark.parametrize('option, value', [
+    ('connect_timeout', 0), ('connect_timeout', -1),
+    ('connect_timeout', '5'), ('connect_timeout', float('nan')),
+    ('connect_timeout', float('inf')), ('connect_timeout', True),
+    ('python_path', b'/usr/bin/python3'), ('python_path', 3),
+    ('python_path', []), ('python_path', ['python3', 3]),
+    ('name', 5),
+])
+def test_start_arguments_of_the_wrong_kind_are_refused(
+        router: plasmid.Router, option: str, value) -> None:
+    """connect_timeout=0 used to mean the default 30 s; the others failed
+    deep in the start with a message about something else."""
+    with pytest.raises((TypeError, ValueError), match=option):
+        router.local(**{option: value})
+    assert router.streams == []
+
+
+def test_a_path_object_is_a_python_path(router: plasmid.Router) -> None:
+    import pathlib
+    ctx = router.local(python_path=pathlib.Path(sys.executable))
+    assert ctx.call(os.getppid) == os.getpid()

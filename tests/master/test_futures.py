@@ -1,0 +1,73 @@
+"""Waiting on calls in the master (plasmid.master.futures): the user's
+timeouts checked, long ones waited in pieces."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import plasmid
+from plasmid.master import futures
+
+import local_fns
+
+
+@pytest.fixture
+def ctx():
+    with plasmid.Router() as router:
+        yield router.local(name='futures')
+
+
+@pytest.mark.parametrize('timeout', [float('inf'), 1e10, 30 * 86400])
+def test_a_long_timeout_waits_as_none_would(ctx, timeout) -> None:
+    """poll() takes at most ~24.8 days: these raised OverflowError."""
+    assert ctx.call_async(os.getpid).result(timeout=timeout) == \
+        ctx.info['pid']
+    done = list(plasmid.as_completed([ctx.call_async(os.getpid)],
+                                     timeout=timeout))
+    assert done[0].result() == ctx.info['pid']
+
+
+@pytest.mark.parametrize('timeout, error', [
+    ('1', TypeError), (True, TypeError), (float('nan'), ValueError)])
+def test_a_timeout_that_is_no_number_is_refused(ctx, timeout, error) -> None:
+    future = ctx.call_async(local_fns.sleep_then, 0.2, 'late')
+    with pytest.raises(error, match='timeout must be None or a number'):
+        future.result(timeout=timeout)
+    with pytest.raises(error, match='timeout must be None or a number'):
+        plasmid.as_completed([future], timeout=timeout)
+    assert future.result() == 'late'
+
+
+def test_a_negative_timeout_is_a_deadline_passed(ctx) -> None:
+    future = ctx.call_async(local_fns.sleep_then, 0.2, 'late')
+    with pytest.raises(plasmid.TimeoutError):
+        future.result(timeout=-1)
+    assert future.result() == 'late'
+
+
+def test_as_completed_refuses_what_is_no_future_at_once(ctx) -> None:
+    with pytest.raises(TypeError, match='not 1'):
+        plasmid.as_completed([ctx.call_async(os.getpid), 1])
+
+
+def test_a_wait_longer_than_a_piece_is_made_in_pieces(monkeypatch) -> None:
+    """Each piece the loop gets is at most LONGEST_PIECE; the wait ends
+    at the first answer or once the whole timeout is up."""
+    monkeypatch.setattr(futures, 'LONGEST_PIECE', 0.05)
+    pieces = []
+
+    def never(timeout):
+        pieces.append(timeout)
+        raise plasmid.TimeoutError('no result within %gs' % timeout)
+    with pytest.raises(plasmid.TimeoutError):
+        futures.wait_in_pieces(never, 0.2)
+    assert len(pieces) >= 4 and max(pieces) <= 0.05, pieces
+    answers = iter([plasmid.TimeoutError('x'), 'answer'])
+
+    def second_time(timeout):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    assert futures.wait_in_pieces(second_time, 10) == 'answer'
