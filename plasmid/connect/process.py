@@ -75,11 +75,19 @@ class Process(object):
         return self.popen.poll()
 
     def kill(self):
+        """SIGKILL to the program's session, which it leads (its process
+        group has its pid): a wrapper that runs the interpreter as its
+        child instead of exec-ing it (``sh -c 'python3 ...'``) leaves no
+        orphan behind, nor does what the program started and left in its
+        group."""
         if self.popen.poll() is None:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                os.killpg(self.pid, signal.SIGKILL)
             except OSError:
-                pass
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def terminate(self):
         if self.popen.poll() is None:

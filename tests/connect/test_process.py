@@ -132,6 +132,37 @@ def test_kill_and_terminate() -> None:
             proc.close_all()
 
 
+def test_kill_takes_what_the_program_started_too(tmp_path) -> None:
+    """A "python" that is a wrapper running a child and waiting (or a
+    start that never speaks): killing it killed the wrapper alone, and
+    its child lived on under init."""
+    pidfile = tmp_path / 'child.pid'
+    proc = Process(['/bin/sh', '-c', 'sleep 60 & echo $! > %s; wait'
+                    % pidfile])
+    try:
+        for _ in range(300):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            subprocess.run(['sleep', '0.01'])
+        child = int(pidfile.read_text())
+        proc.kill()
+        assert proc.popen.wait(30) == -signal.SIGKILL
+        for _ in range(300):
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            with open('/proc/%d/stat' % child) as stat:
+                if stat.read().split(') ')[1].startswith('Z'):
+                    break  # killed; init has yet to reap it
+            subprocess.run(['sleep', '0.01'])
+        else:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError('the wrapper\'s child outlived kill()')
+    finally:
+        proc.close_all()
+
+
 def test_close_all_closes_every_fd() -> None:
     before = open_files()
     proc = Process(['sleep', '60'], tty=True)
