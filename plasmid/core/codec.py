@@ -182,10 +182,10 @@ def _find_encoder(value):
         for cls in _ERROR_CODES:
             if isinstance(value, cls):
                 return lambda v, o, d: _enc_error(cls(*v.args), o, d)
-    raise StreamError('cannot send a value of type %s.%s: only None, bool, '
-                      'int, float, str, bytes, list, tuple, dict, set and '
-                      'plasmid contexts and errors may be sent'
-                      % (type(value).__module__, type(value).__name__))
+    raise StreamError('cannot send a value of type %s.%s: only None, %s, '
+                      'contexts and plasmid errors' % (
+                          type(value).__module__, type(value).__name__,
+                          ', '.join(t.__name__ for t in _BASES)))
 
 
 def encode(value):

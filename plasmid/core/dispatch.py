@@ -55,13 +55,16 @@ def error_for(exc):
 
 
 def _message_of(exc):
-    """``str(exc)``, which on Python 2 fails for a unicode message
-    beyond ASCII (a program's error in a UTF-8 locale, decoded): the
-    context would die of the error it meant to report."""
-    try:
-        return str(exc)
-    except UnicodeError:
-        return compat.text_type(exc)
+    """``str(exc)``, which may fail: on Python 2 for a unicode message
+    beyond ASCII (a program's error in a UTF-8 locale, decoded), or in
+    the exception's own ``__str__``.  The context would die of the error
+    it meant to report."""
+    for text in str, compat.text_type:
+        try:
+            return text(exc)
+        except Exception:
+            pass
+    return '?'
 
 
 class Dispatcher(object):

@@ -179,8 +179,12 @@ class Router(object):
             return
         callback, policy = entry
         if not self._policy_allows(policy, msg):
-            LOG.error('%r: refusing %r: handle %d does not take messages '
-                      'from context %d', msg.stream, msg, msg.handle, msg.src)
+            # Answered, as a call to a context one may not address is:
+            # a child's call to its parent would wait for ever.
+            LOG.error('%r: refusing %r on handle %d', msg.stream, msg,
+                      msg.handle)
+            self._undeliverable(msg, 'context %d may not address '
+                                'context %d' % (msg.src, msg.dst))
             return
         try:
             callback(msg)
@@ -191,8 +195,9 @@ class Router(object):
 
     def _policy_allows(self, policy, msg):
         if policy == FROM_PARENT:
-            # None: sent by this context to itself.
-            return msg.stream is None or msg.stream is self.parent
+            # Not from this context itself: its calls run one at a time,
+            # and one to itself would wait for ever (it is answered).
+            return msg.stream is self.parent
         if policy == FROM_CHILD:
             return msg.stream is not None and msg.stream is not self.parent
         if policy == FROM_ANY:

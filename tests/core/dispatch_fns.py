@@ -31,3 +31,12 @@ def log():
 def fail_in_words(words):
     """Raise with a message of *words* (text: unicode on Python 2)."""
     raise RuntimeError(words)
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError('this exception cannot be shown')
+
+
+def fail_unprintably():
+    raise Unprintable('x')

@@ -47,6 +47,18 @@ def test_an_error_in_words_beyond_ascii_reaches_the_caller(version):
         assert ctx.call(dispatch_fns.log) == []
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_an_exception_that_cannot_be_shown_reaches_the_caller(version):
+    """Its __str__ raised inside the context's error report: the context
+    died, and every later call failed with ContextLost."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        with pytest.raises(plasmid.CallError) as failed:
+            ctx.call(dispatch_fns.fail_unprintably)
+        assert failed.value.type_name == 'Unprintable'
+        assert ctx.call(dispatch_fns.log) == []
+
+
 def test_outside_a_dispatched_call_nothing_is_queued():
     ran = []
     assert dispatch.after_reply(lambda: ran.append(1)) is False

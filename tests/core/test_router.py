@@ -198,10 +198,23 @@ def test_from_parent_handles_refuse_children(
     child.add_handler(CALL, calls, FROM_PARENT)
     arrive(child, child.d, 5, 8, CALL, ('os', 'system', ('touch x',), {}))
     assert calls.got == []
-    assert any('does not take messages from context 8' in e
-               for e in errors(caplog))
+    assert any('refusing' in e and 'src=8' in e for e in errors(caplog))
+    assert child.d.messages() == []  # no reply wanted, none sent
     arrive(child, child.p, 5, 0, CALL, ('os', 'getpid', (), {}))
     assert [m.src for m in calls.got] == [0]
+
+
+def test_a_refused_call_is_answered(child: Router) -> None:
+    """A child's call to its parent (or a context's to itself) is refused:
+    the caller learns it at once instead of waiting for ever."""
+    child.add_handler(CALL, Recorder(), FROM_PARENT)
+    arrive(child, child.d, 5, 8, CALL, ('os', 'getpid', (), {}),
+           reply_to=1502)
+    [answer] = child.d.messages()
+    assert (answer.dst, answer.src, answer.handle) == (8, 5, 1502)
+    ok, err = answer.value()
+    assert ok is False and isinstance(err, ContextLost)
+    assert 'context 8 may not address context 5' in str(err)
 
 
 def test_from_child_handles_refuse_the_parent(
@@ -236,12 +249,19 @@ def test_a_late_reply_is_dropped_quietly(
     assert any('no handler' in r.getMessage() for r in caplog.records)
 
 
-def test_messages_to_itself_pass_from_parent_handles(child: Router) -> None:
-    calls = Recorder()
+def test_a_call_to_itself_is_refused_and_answered(child: Router) -> None:
+    """A context runs its calls one at a time: a call it sent itself from
+    inside a call would wait for ever (and block every later call)."""
+    calls, answers = Recorder(), Recorder()
     child.add_handler(CALL, calls, FROM_PARENT)
-    child.send(Message.encoding(5, 5, CALL, 'self'))
+    child.add_handler(1503, answers, 5)
+    child.send(Message.encoding(5, 5, CALL, 'self', 1503))
     child.loop.run_once(0)
-    assert [m.value() for m in calls.got] == ['self']
+    child.loop.run_once(0)
+    assert calls.got == []
+    [answer] = answers.got
+    ok, err = answer.value()
+    assert ok is False and isinstance(err, ContextLost)
 
 
 def test_handler_failures_are_logged_not_raised(

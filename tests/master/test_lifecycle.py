@@ -16,6 +16,7 @@ import pytest
 import plasmid
 from testbed.fds import new_since, open_files
 from testbed.procs import alive, interruptible, wait_gone
+from testbed.pythons import require_python
 
 import local_fns
 
@@ -237,3 +238,21 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert 'ContextLost' in str(caught.value)
     # Its parent may call it.
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_call_up_the_tree_or_to_itself_fails_at_once(
+        router: plasmid.Router, version: str) -> None:
+    """A child may not call its parent, nor a context itself (its calls
+    run one at a time): both were dropped unanswered, the call waited for
+    ever and the context never answered again."""
+    python = require_python(version)
+    upper = router.local(name='upper', python_path=python)
+    lower = router.local(name='lower', via=upper, python_path=python)
+    for caller, callee in ((lower, upper), (upper, upper)):
+        with pytest.raises(plasmid.CallError) as caught:
+            caller.call_async(local_fns.call_getpid_of, callee).result(
+                timeout=20)
+        assert 'ContextLost' in str(caught.value)
+        assert 'may not address' in str(caught.value)
+        assert caller.call(local_fns.getpid) == caller.info['pid']
