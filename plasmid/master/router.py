@@ -27,6 +27,7 @@ from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
                                  SHUTDOWN, Router as CoreRouter)
 from plasmid.master.booting import Boot, BootingFuture
+from plasmid.master import interrupts
 from plasmid.master.bootstrap import build_blob
 from plasmid.master.compilers import (FROM_PATH, ForeignCompilers,
                                       Interpreters, checked_interpreters)
@@ -321,6 +322,8 @@ class Router:
         self.lock = threading.Lock()
         if threaded:
             self.loop.start_thread(lambda: self.stopping)
+        else:
+            interrupts.guard(self.loop)
         _live_routers.add(self)
 
     def __enter__(self) -> "Router":
@@ -744,6 +747,7 @@ class Router:
             self._release(stream)
         self.responder.close()
         self.loop.close()
+        interrupts.release(self.loop)
         _live_routers.discard(self)
 
     def _wait_streams_closed(self, deadline: float) -> None:

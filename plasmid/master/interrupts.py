@@ -1,0 +1,75 @@
+"""Ctrl-C in a threadless master lands between the loop's steps, never in
+the middle of one.
+
+A threadless master runs its I/O loop on the thread that waits, the main
+thread of a script or a REPL.  Python raises KeyboardInterrupt wherever
+that thread is: between reading a stream's bytes and framing them, or
+between delivering one reply of a batch and the next, the bytes or the
+replies were lost, and their futures never finished (a later ``result()``
+without a timeout waited for ever).  So while a threadless router is
+open, SIGINT's handler (only where it was Python's default) raises at
+once where that is safe: the main thread waiting in poll() or running no
+loop at all.  Where the main thread is at work inside a loop, the signal
+is sent again a moment later, and lands when that work is done; after
+MAX_RETRIES it is raised wherever it lands (a user's callback that never
+returns must not make Ctrl-C useless).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import weakref
+from typing import Any, Optional
+
+from plasmid.core import loop as core_loop
+
+RETRY_AFTER = 0.02  # seconds before a deferred Ctrl-C is sent again
+MAX_RETRIES = 100   # ~2 s of work in the loop, then it goes through
+
+# Where a KeyboardInterrupt leaves the loop as it was: waiting for I/O,
+# nothing read yet.
+SAFE_CODE = frozenset([core_loop.poll_once.__code__,
+                       core_loop.Loop._poll.__code__,
+                       core_loop.Loop._spin.__code__])
+
+_loops: "weakref.WeakSet[core_loop.Loop]" = weakref.WeakSet()
+_retries = [0]
+
+
+def guard(loop: core_loop.Loop) -> None:
+    """Defer Ctrl-C while the main thread is inside *loop*'s work; from
+    the main thread, where SIGINT still has Python's default handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _loops.add(loop)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def release(loop: core_loop.Loop) -> None:
+    """*loop* is closed; with no guarded loop left, Python's default
+    handler is back (if ours is still the one installed)."""
+    _loops.discard(loop)
+    if not _loops and threading.current_thread() is \
+            threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is _on_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _on_interrupt(signum: int, frame: Optional[Any]) -> None:
+    if _inside_loop_work(frame) and _retries[0] < MAX_RETRIES:
+        _retries[0] += 1
+        again = threading.Timer(RETRY_AFTER, os.kill,
+                                (os.getpid(), signal.SIGINT))
+        again.daemon = True
+        again.start()
+        return
+    _retries[0] = 0
+    signal.default_int_handler(signum, frame)
+
+
+def _inside_loop_work(frame: Optional[Any]) -> bool:
+    if frame is not None and frame.f_code in SAFE_CODE:
+        return False
+    return any(loop.owned_here() for loop in list(_loops))

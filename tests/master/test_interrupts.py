@@ -1,0 +1,61 @@
+"""Ctrl-C in a threadless master (plasmid.master.interrupts)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from plasmid.master import interrupts
+from testbed.procs import interruptible
+
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'master_scripts')
+
+
+def test_an_interrupted_wait_loses_no_reply() -> None:
+    """Replies that had arrived, or were being read, when a KeyboardInterrupt
+    struck were lost: their futures never finished (before, 281 and 970
+    of 3000 in two rounds of eight)."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, 'interrupted_waits.py'),
+         '16'], capture_output=True, text=True, timeout=300,
+        preexec_fn=interruptible)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen['hits'] >= 1, seen  # the interrupt struck some waits
+    assert seen['lost'] == 0, seen
+
+
+def test_the_default_handler_comes_back_with_the_last_router() -> None:
+    code = ('import signal, plasmid\n'
+            'before = signal.getsignal(signal.SIGINT)\n'
+            'with plasmid.Router() as one:\n'
+            '    with plasmid.Router() as two:\n'
+            '        during = signal.getsignal(signal.SIGINT)\n'
+            '    between = signal.getsignal(signal.SIGINT)\n'
+            'after = signal.getsignal(signal.SIGINT)\n'
+            'default = signal.default_int_handler\n'
+            'print(before is default, during is default, '
+            'between is default, after is default)\n')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=60, preexec_fn=interruptible)
+    assert done.stdout.split() == ['True', 'False', 'False', 'True'], \
+        done.stderr
+
+
+def test_a_handler_of_the_programs_own_is_left_alone() -> None:
+    code = ('import signal, plasmid\n'
+            'def mine(signum, frame): pass\n'
+            'signal.signal(signal.SIGINT, mine)\n'
+            'with plasmid.Router() as router:\n'
+            '    print(signal.getsignal(signal.SIGINT) is mine)\n')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                          text=True, timeout=60, preexec_fn=interruptible)
+    assert done.stdout.split() == ['True'], done.stderr
+
+
+def test_the_safe_places_are_the_loops_waits() -> None:
+    names = sorted(code.co_name for code in interrupts.SAFE_CODE)
+    assert names == ['_poll', '_spin', 'poll_once']
