@@ -134,6 +134,13 @@ class ModuleFinder:
         if master_only(fullname) or fullname in sys.builtin_module_names:
             return absent
         spec = self._spec(fullname)
+        namespace = _namespace_dir(spec)
+        if namespace is not None:
+            if self._is_stdlib(os.path.realpath(namespace)):
+                return absent
+            # As an empty package there (its submodules come as any do).
+            return ModuleEntry(fullname, True, '',
+                               os.path.join(namespace, '__init__.py'))
         origin = self._source_path(spec)
         if origin is None or self._is_stdlib(os.path.realpath(origin)):
             return absent
@@ -187,6 +194,15 @@ class ModuleFinder:
                 fullname, list(parent_spec.submodule_search_locations))
         except (ImportError, ValueError):
             return None
+
+
+def _namespace_dir(spec) -> Optional[str]:
+    """The first directory of a namespace package (PEP 420, no
+    ``__init__.py``: ``google``, ``azure``), None for anything else."""
+    if spec is None or spec.origin not in (None, 'namespace') or \
+            not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
 
 
 # PEP 263's declaration, in one of a file's first two lines.

@@ -812,6 +812,25 @@ def test_a_module_that_declares_its_encoding(router: plasmid.Router,
             'caf\u00e9'
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_namespace_package_arrives_as_an_empty_package(
+        router: plasmid.Router, tmp_path, version: str) -> None:
+    """A package without __init__.py (PEP 420: google.*, azure.*) was
+    never served: nothing below it could be imported."""
+    root = str(tmp_path / 'ns')
+    import_fns.write_tree(root, {
+        'nsplasmid/inner/__init__.py': 'from . import leaf\n',
+        'nsplasmid/inner/leaf.py': 'VALUE = 42\n',
+        'nsplasmid/flat.py': 'VALUE = "flat"\n',
+    })
+    with on_master_path(root, 'nsplasmid'):
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(import_fns.attribute, 'nsplasmid.inner.leaf',
+                        'VALUE') == 42
+        assert ctx.call(import_fns.attribute, 'nsplasmid.flat',
+                        'VALUE') == 'flat'
+
+
 # ------------------------------------------------------ negative answers
 
 
