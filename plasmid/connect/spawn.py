@@ -577,13 +577,32 @@ class ErrorOutput(object):
 
     def said(self):
         """What the program wrote shortly before its stdout ended (or
-        before now) and since, up to LAST_WORDS_SIZE; '' if nothing."""
+        before now) and since, up to LAST_WORDS_SIZE; where it wrote
+        nothing and has ended badly, how it ended ("python3 was killed
+        by signal 9"): a context killed by the OOM killer, or that called
+        os._exit(), was lost without a reason."""
         since = (self.input_ended or time.time()) - LAST_WORDS_RECENT
         text = u''.join(t for stamp, t in self.recent if stamp >= since)
         if len(text) > LAST_WORDS_SIZE:
             text = text[-LAST_WORDS_SIZE:]
             text = text[text.find('\n') + 1:]  # whole lines only
-        return text
+        return text or self._how_it_ended()
+
+    def _how_it_ended(self):
+        if not self.input_ended:
+            return u''
+        status = self.proc.poll()
+        for _ in range(10):  # its files close a moment before it is a zombie
+            if status is not None:
+                break
+            time.sleep(0.0005)
+            status = self.proc.poll()
+        if not status:  # running (a wrapper's child has our pipes), or 0
+            return u''
+        program = os.path.basename(str(self.proc.argv[0]))
+        if status < 0:
+            return u'%s was killed by signal %d' % (program, -status)
+        return u'%s exited with status %d' % (program, status)
 
     def linger(self, close):
         """Call *close* once stderr has ended (the program exits), or after

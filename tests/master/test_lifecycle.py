@@ -240,6 +240,29 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
 
 
+def test_a_context_that_ended_without_a_word_says_how_it_ended(
+        router: plasmid.Router) -> None:
+    """os._exit(), or the OOM killer's SIGKILL: the context was lost with
+    no reason at all."""
+    exits = router.local(name='exits')
+    with pytest.raises(plasmid.ContextLost) as caught:
+        exits.call(os._exit, 7)
+    assert caught.value.said == '%s exited with status 7' % \
+        os.path.basename(sys.executable)
+    assert 'exited with status 7' in str(caught.value)
+    killed = router.local(name='killed')
+    with pytest.raises(plasmid.ContextLost) as caught:
+        killed.call(os.kill, killed.info['pid'], signal.SIGKILL)
+    assert caught.value.said.endswith('was killed by signal %d'
+                                      % signal.SIGKILL)
+    # A context shut down has nothing to explain.
+    quiet = router.local(name='quiet')
+    quiet.shutdown()
+    with pytest.raises(plasmid.ContextLost) as caught:
+        quiet.call(os.getpid)
+    assert caught.value.said == ''
+
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_call_up_the_tree_or_to_itself_fails_at_once(
         router: plasmid.Router, version: str) -> None:
