@@ -59,10 +59,13 @@ def forwarding_handler(logging, forwarder):
 
 
 class OutputWriter(object):
-    """Stands in for sys.stdout/sys.stderr: forwards complete lines."""
+    """Stands in for sys.stdout/sys.stderr: forwards complete lines.
+    Bytes are taken as UTF-8, so it is its own ``buffer`` too (code that
+    writes bytes to ``sys.stdout.buffer``)."""
 
     encoding = 'utf-8'
     errors = 'replace'
+    closed = False
 
     def __init__(self, forwarder, origin, fd):
         self.forwarder = forwarder
@@ -70,6 +73,7 @@ class OutputWriter(object):
         self.fd = fd
         self.partial = []
         self.lock = threading.Lock()
+        self.buffer = self
 
     def write(self, text):
         text = compat.text_from_native(text)

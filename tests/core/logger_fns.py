@@ -31,3 +31,14 @@ def forwarding_handlers():
                if type(f).__name__ == 'WhenImported' and not f.done]
     return [type(h).__name__ for h in logging.getLogger().handlers], \
         len(waiting)
+
+
+def write_bytes_to_stdout(data):
+    """As code that writes binary output does: through sys.stdout.buffer,
+    after checking that the stream is open."""
+    import sys
+    if sys.stdout.closed:
+        return 'closed'
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 'written'

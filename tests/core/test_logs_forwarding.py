@@ -15,6 +15,7 @@ import plasmid
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 os.pardir, 'master'))
 import local_fns  # noqa: E402
+import logger_fns  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +54,19 @@ def test_records_and_prints_arrive_in_order_before_the_result(
         assert from_context(caplog, 'order')[-2:] == [
             ('local_fns.chatter', logging.WARNING, 'b record 0'),
             ('stdout', logging.INFO, 'b line 0')]
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_bytes_written_to_stdouts_buffer_arrive(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """sys.stdout had no buffer nor closed: such code failed remotely."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='binary', python_path=require_python(version))
+        assert ctx.call(logger_fns.write_bytes_to_stdout,
+                        b'caf\xc3\xa9 bytes\n') == 'written'
+        assert ('stdout', logging.INFO, u'caf\u00e9 bytes') in \
+            from_context(caplog, 'binary')
 
 
 def test_record_attributes(caplog: pytest.LogCaptureFixture) -> None:
