@@ -98,8 +98,11 @@ class BootingFuture(Future):
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """As the core's, with *timeout* checked (see futures.py)."""
-        timeout = futures.checked_timeout(timeout)
+        if timeout is not None:
+            timeout = futures.checked_timeout(timeout)
         try:
+            if timeout is None or timeout <= futures.LONGEST_PIECE:
+                return super().result(timeout)
             return futures.wait_in_pieces(super().result, timeout)
         except ContextLost:
             boot = self.context.boot

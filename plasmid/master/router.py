@@ -243,11 +243,15 @@ class MasterContext(Context):
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
                       reply_to: int) -> Message:
-        if not hasattr(func, '__qualname__'):  # a partial, an instance
+        try:
+            return super()._call_message(func, args, kwargs, reply_to)
+        except AttributeError:
+            if hasattr(func, '__qualname__'):
+                raise
+            # A partial, an instance: the core found no name to send.
             raise TypeError('cannot call %r: a call names a function, class '
                             'or method to import, and a %s has no name'
-                            % (func, type(func).__name__))
-        return super()._call_message(func, args, kwargs, reply_to)
+                            % (func, type(func).__name__)) from None
 
     def _before_call(self, module: str) -> None:
         """The called function's module goes ahead of the call to the
