@@ -432,8 +432,10 @@ def shell(command, in_data=None, prompt=None, password=None,
     command on a terminal of its own (use_pty).
     """
     command = _native(command)
+    # sshd names a login shell by its base name ($0 is bash); ansible-core's
+    # and the container plugins' /bin/sh -c keep the path.
     path = login_shell() if login else '/bin/sh'
-    argv = [os.path.basename(path), '-c', command]
+    argv = [os.path.basename(path) if login else path, '-c', command]
     if terminal is not None:
         if as_job:
             path, argv = '/bin/sh', ['sh', '-c', _JOB_SCRIPT, 'sh', command]
