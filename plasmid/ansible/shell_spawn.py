@@ -71,11 +71,12 @@ def start_on_pipes(path, argv, env):
 
 
 def start_on_terminal(path, argv, env, terminal):
-    """Start the program *path* with *argv* in a session of its own with the pseudo-terminal whose
-    slave side is the descriptor *terminal* as its controlling terminal
-    and its stdin, stdout and stderr.  Returns a :class:`Started`, or None
-    where this libc's posix_spawn cannot setsid or the terminal cannot be
-    opened by its name here: nothing ran, use subprocess.
+    """Start the program *path* with *argv* in a session of its own with
+    the pseudo-terminal whose slave side is the descriptor *terminal* as
+    its controlling terminal and its stdin, stdout and stderr.  Returns a
+    :class:`Started`, or None where this libc's posix_spawn cannot setsid
+    or the terminal cannot be opened by its name here: nothing ran, use
+    subprocess.
 
     glibc's child calls setsid before the file actions, so opening the
     terminal by its name (without O_NOCTTY) in a session leader that has
@@ -124,8 +125,8 @@ class Started(object):
 
 
 def _spawn(path, argv, env, file_actions):
-    """posix_spawn *path* with *argv* as sshd starts a command; its pid, or None where
-    this libc cannot setsid in posix_spawn (nothing ran)."""
+    """posix_spawn *path* with *argv* as sshd starts a command; its pid,
+    or None where this libc cannot setsid in posix_spawn (nothing ran)."""
     _forbid_inheritance()
     try:
         return os.posix_spawn(path, argv, env, setsid=True,

@@ -573,10 +573,11 @@ _JOB_SCRIPT = '(set -m) 2>/dev/null && set -m; /bin/sh -c "$1"; exit $?'
 
 def _run_on_tty(path, argv, terminal, prompt=None, password=None,
                 success=None, timeout=30):
-    """Run the program *path* with *argv* on a pseudo-terminal; its stdout and stderr both go
-    there, as with ``ssh -tt``, and so do a become program's prompt and
-    the password typed at it.  TERM is *terminal*, the type the ssh client
-    announces with its terminal (its own TERM), unless that is empty."""
+    """Run the program *path* with *argv* on a pseudo-terminal; its stdout
+    and stderr both go there, as with ``ssh -tt``, and so do a become
+    program's prompt and the password typed at it.  TERM is *terminal*,
+    the type the ssh client announces with its terminal (its own TERM),
+    unless that is empty."""
     import pty
     master, slave = pty.openpty()
     env = _shell_environment()
@@ -587,8 +588,8 @@ def _run_on_tty(path, argv, terminal, prompt=None, password=None,
         if shell_spawn.available():
             proc = shell_spawn.start_on_terminal(path, argv, env, slave)
         if proc is None:  # 2.7-3.7, no setsid in posix_spawn, no pts name
-            proc = subprocess.Popen(argv, executable=path, stdin=slave, stdout=slave,
-                                    stderr=slave, close_fds=True,
+            proc = subprocess.Popen(argv, executable=path, stdin=slave,
+                                    stdout=slave, stderr=slave, close_fds=True,
                                     preexec_fn=_new_session, env=env)
     finally:
         os.close(slave)

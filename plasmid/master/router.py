@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
-import math
 import os
 import platform
 import sys
@@ -60,34 +59,28 @@ def _checked_keepalive(keepalive: Any) -> Optional[tuple[int, int]]:
     return (interval, count)
 
 
-def _checked_timeout(seconds: Any) -> Optional[float]:
+def _checked_seconds(option: str, seconds: Any,
+                     longest: Optional[float] = None) -> Optional[float]:
+    """None or a positive number of seconds for *option*, at most
+    *longest* where given (connect_timeout=0 used to mean the default,
+    a string failed deep in the start)."""
     if seconds is None:
         return None
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-            or not seconds > 0:
-        raise ValueError('prompt_timeout must be None or a positive number '
-                         'of seconds, not %r' % (seconds,))
+            or not seconds > 0 or (longest is not None and seconds > longest):
+        raise ValueError('%s must be None or a positive number of seconds%s, '
+                         'not %r' % (option, '' if longest is None else
+                                     ' (at most %d)' % longest, seconds))
     return float(seconds)
+
+
+def _checked_timeout(seconds: Any) -> Optional[float]:
+    return _checked_seconds('prompt_timeout', seconds)
 
 
 # A start's timers and waits go through poll(), which takes at most
 # 2**31 - 1 ms.
 LONGEST_CONNECT_TIMEOUT = 2147483.0
-
-
-def _checked_connect_timeout(seconds: Any) -> Optional[float]:
-    """None (the default, 30 s) or a positive number of seconds that a
-    start can wait: 0 used to mean the default, a string failed deep in
-    the start."""
-    if seconds is None:
-        return None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-            or math.isnan(seconds) or not \
-            0 < seconds <= LONGEST_CONNECT_TIMEOUT:
-        raise ValueError('connect_timeout must be None or a number of '
-                         'seconds above 0 and at most %d, not %r'
-                         % (LONGEST_CONNECT_TIMEOUT, seconds))
-    return float(seconds)
 
 
 def _checked_python_path(python_path: Any) -> Any:
@@ -575,7 +568,8 @@ class Router:
         if via is not None and not via.is_alive():
             raise ContextLost('cannot start a context via %s: it is gone'
                               % via.name)
-        connect_timeout = _checked_connect_timeout(connect_timeout)
+        connect_timeout = _checked_seconds('connect_timeout', connect_timeout,
+                                           LONGEST_CONNECT_TIMEOUT)
         if name is not None and not isinstance(name, str):
             raise TypeError('name must be None or a string, not %r'
                             % (name,))
