@@ -36,7 +36,7 @@ from plasmid.core.loop import set_nonblocking
 from plasmid.core.router import BOOT, HELLO
 from plasmid.core.stream import Stream
 from plasmid.core.waiting import wait_for
-from plasmid.connect import context_log
+from plasmid.connect import context_log, watchdog
 from plasmid.connect.process import Process
 
 READY_WORD = 'PLASMID-READY'
@@ -76,9 +76,13 @@ BOOTSTRAP_TEXT = re.compile(r"\S*-c'? '?import binascii,zlib;exec\S*|"
 # intermediary's repr of bytes has no b prefix, and a Python 3 child would
 # take it for text.
 # Both forms leave the compressed core in b (a context keeps it, to start
-# its own children) and BOOT in f, None when it is to be read from stdin.
+# its own children) and BOOT in f, None when it is to be read from stdin,
+# and start the context's watchdog (connect/watchdog) once READY is out:
+# watchdog.CODE, put in place of the first %s, defines *watch*.
 FIRST_STAGE = '''import os,sys,zlib
+%s
 os.write(1,b'%s%%d.%%d\\n'%%sys.version_info[:2])
+watch(%r)
 n=%d
 b=c=os.read(0,n)
 while c and len(b)<n:c=os.read(0,n-len(b));b+=c
@@ -89,26 +93,35 @@ exec(zlib.decompress(b))
 # The words after -c are the core and BOOT; they leave sys.argv, which is
 # ['-c'] in every context, as with the other form.
 FIRST_STAGE_ARGV = '''import binascii,os,sys,zlib
+%s
 os.write(1,b'%s%%d.%%d\\n'%%sys.version_info[:2])
+watch(%r)
 b,f=[binascii.a2b_base64(w) for w in sys.argv[1:3]]
 del sys.argv[1:]
 exec(zlib.decompress(b))
 '''
 
 
-def boot_argv(python_path, blob_size):
+def boot_argv(python_path, blob_size, grace=None):
     """The interpreter's argv: python -c <first stage>, which reads a core
-    of *blob_size* bytes and then BOOT from stdin."""
-    return _python_c(python_path, FIRST_STAGE % (READY_WORD, blob_size))
+    of *blob_size* bytes and then BOOT from stdin.  *grace*: seconds, see
+    connect/watchdog (None: its GRACE)."""
+    return _python_c(python_path, FIRST_STAGE % (
+        watchdog.CODE, READY_WORD, _grace(grace), blob_size))
 
 
-def boot_argv_carrying(python_path, blob, boot):
+def boot_argv_carrying(python_path, blob, boot, grace=None):
     """The interpreter's argv: python -c <first stage> <core> <BOOT>, the
     compressed core *blob* and the encoded BOOT frame *boot* as base64
     words (plain ASCII, for any remote shell); nothing comes on stdin
     before HELLO."""
     words = [base64.b64encode(data).decode('ascii') for data in (blob, boot)]
-    return _python_c(python_path, FIRST_STAGE_ARGV % READY_WORD) + words
+    return _python_c(python_path, FIRST_STAGE_ARGV % (
+        watchdog.CODE, READY_WORD, _grace(grace))) + words
+
+
+def _grace(grace):
+    return float(watchdog.GRACE if grace is None else grace)
 
 
 def _python_c(python_path, code):
@@ -518,10 +531,12 @@ def _native(text):
 def _connect(router, spec, blob, method, tty, watch_boot):
     boot = boot_frame(router, spec)
     if method.CORE_IN_ARGV:
-        python = boot_argv_carrying(spec['python_path'], blob, boot)
+        python = boot_argv_carrying(spec['python_path'], blob, boot,
+                                    spec.get('watchdog_grace'))
         payload = b''
     else:
-        python = boot_argv(spec['python_path'], len(blob))
+        python = boot_argv(spec['python_path'], len(blob),
+                           spec.get('watchdog_grace'))
         payload = blob + boot
     proc = Process(method.argv(spec, python), tty=tty,
                    env=program_environment(spec))

@@ -3,7 +3,9 @@
 Threads: the main thread runs calls, and the I/O loop between them; a
 standby thread runs the loop during long calls (see dispatch), so routing,
 log forwarding and noticing a lost parent go on whatever a call does.  A
-lost parent ends the process at once, even if a call is stuck.
+lost parent ends the process at once, even if a call is stuck; where the
+call holds the GIL in C code, no thread here runs, and the watchdog the
+first stage started (connect/watchdog) kills the process instead.
 """
 from __future__ import absolute_import
 import os

@@ -139,14 +139,16 @@ class Context(object):
 
     def _call_message(self, func, args, kwargs, reply_to):
         module, qualname = function_ref(func)
-        self._before_call(module)
+        module = self._before_call(module)
         return Message.encoding(self.context_id, self.router.context_id,
                                 CALL, (module, qualname, args, kwargs),
                                 reply_to)
 
     def _before_call(self, module):
         """Called with the module of each function called here, before
-        the call goes (the master sends the module ahead)."""
+        the call goes (the master sends the module ahead); returns the
+        module's name in the callee."""
+        return module
 
     def call_async(self, func, *args, **kwargs):
         """Start ``func(*args, **kwargs)`` remotely; return a Future."""

@@ -18,7 +18,7 @@ import time
 import weakref
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from plasmid.connect import context_log, spawn
+from plasmid.connect import context_log, spawn, watchdog
 from plasmid.core.context import MAIN_ALIAS, Context
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
@@ -246,17 +246,29 @@ class MasterContext(Context):
                             'or method to import, and a %s has no name'
                             % (func, type(func).__name__)) from None
 
-    def _before_call(self, module: str) -> None:
+    def _before_call(self, module: str) -> str:
         """The called function's module goes ahead of the call to the
         direct child on the way (this context, or the intermediary it was
         started through): the call then imports it without a round trip to
-        the master; a deeper context asks its parent, which has it."""
+        the master; a deeper context asks its parent, which has it.  The
+        name returned is the module's in this context."""
         if module == MAIN_ALIAS and not _main_has_source():
             raise TypeError(
                 'cannot call a function of __main__: this program has no '
                 'source file to send (python -c, a script on stdin, an '
                 'interactive session); define the function in a module')
+        if module == 'builtins' and self._python_major() == 2:
+            return '__builtin__'  # sorted, len, ValueError: Python 2's name
         self.master.responder.push(self.first_hop().context_id, module)
+        return module
+
+    def _python_major(self) -> Optional[int]:
+        """The major version of this context's Python: known before its
+        start returns (a direct child's ready marker, or the HELLO that
+        an intermediary's answer carries)."""
+        version = self.master.responder.pythons.get(self.context_id) or \
+            spawn.python_of(self._info)  # started via another: its HELLO
+        return version[0] if version else None
 
     def first_hop(self) -> "MasterContext":
         """The master's direct child on the route to this context."""
@@ -583,6 +595,9 @@ class Router:
         spec['name'] = name or self._default_name(method, spec, context_id)
         spec['master_version'] = platform.python_version()
         spec['log_level'] = context_log.level_of(spec['name'])
+        # An intermediary has its own copy of the module: the master's
+        # value travels with the start.
+        spec['watchdog_grace'] = watchdog.GRACE
         if via is None:
             return self._start_direct(spec)
         return self._start_via(spec, via)

@@ -64,6 +64,25 @@ def sleep(seconds):
     return seconds
 
 
+def spin_holding_the_gil():
+    """Sum numbers in C for days: no other thread of this interpreter runs
+    meanwhile, its I/O loop included."""
+    try:
+        numbers = xrange  # noqa: F821 (Python 2: range makes a list)
+    except NameError:
+        numbers = range
+    return sum(numbers(10 ** 15))
+
+
+def any_child_status():
+    """What os.waitpid(-1) says at once: ECHILD where this process has no
+    child, else (0, 0) while none has exited."""
+    try:
+        return os.waitpid(-1, os.WNOHANG)
+    except OSError as exc:  # ChildProcessError on Python 3
+        return exc.errno
+
+
 def log_warning(text):
     logging.getLogger('connect_fns').warning('%s', text)
     return text

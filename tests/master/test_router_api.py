@@ -110,6 +110,21 @@ def test_static_and_class_methods(ctx: plasmid.Context) -> None:
 
 # ----------------------------------------------------------------- errors
 
+@pytest.mark.parametrize('version', ['2.7', 'master'])
+def test_builtins_are_called_by_their_name_in_the_context(
+        router: plasmid.Router, version: str) -> None:
+    """Python 3's builtins module is __builtin__ on Python 2: sorted, len
+    or an exception class are callable in either, directly or via."""
+    python = require_python(version)
+    direct = router.local(python_path=python)
+    behind = router.local(via=router.local(python_path=require_python(
+        '3.12' if version == '2.7' else '2.7')), python_path=python)
+    for ctx in direct, behind:
+        assert ctx.call(sorted, [3, 1, 2]) == [1, 2, 3]
+        assert ctx.call(len, 'abc') == 3
+        assert ctx.call(int, '7') == 7
+
+
 def test_remote_exception_becomes_call_error(ctx: plasmid.Context) -> None:
     with pytest.raises(plasmid.CallError) as info:
         ctx.call(local_fns.fail, 'the sky fell')

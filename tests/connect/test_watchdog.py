@@ -1,0 +1,128 @@
+"""The watchdog: a context whose parent is gone ends even when a call holds
+its GIL in C code for ever (connect/watchdog).
+
+The masters here are separate programs, killed with SIGKILL: nothing of
+theirs runs after that, so only the watchdogs can end the contexts they
+leave.  Each master shortens its contexts' grace to keep the tests short.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from typing import Iterator
+
+import pytest
+
+import connect_fns
+import plasmid
+from testbed.procs import alive, wait_gone
+from testbed.pythons import executable_by_others, require_python
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GRACE = 0.5
+# A watchdog ends its context GRACE seconds after its link closes; a chain
+# of two stuck hops takes two graces.  Generous: this machine is shared.
+GONE_WITHIN = 20.0
+
+# The master: starts the contexts its argument describes (a list of
+# [method, options] hops, each via the one before), prints their pids,
+# sets each spinning in C code, and then kills itself.
+MASTER = textwrap.dedent('''
+    import json, os, signal, sys, time
+    sys.path[:0] = [%(root)r, %(here)r]
+    import connect_fns, plasmid
+    from plasmid.connect import watchdog
+    watchdog.GRACE = %(grace)r
+    router = plasmid.Router()
+    via, pids = None, []
+    for method, options in json.loads(sys.argv[1]):
+        via = getattr(router, method)(via=via, **options)
+        pids.append(via.call(connect_fns.getpid))
+    print(json.dumps(pids), flush=True)
+    for context in router.contexts.values():
+        context.call_no_reply(connect_fns.spin_holding_the_gil)
+    time.sleep(0.5)  # for the calls to start
+    os.kill(os.getpid(), signal.SIGKILL)
+''') % {'root': ROOT, 'here': HERE, 'grace': GRACE}
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[int]]:
+    """Pids a test expects gone; killed at the end if they are not."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _orphans_of_killed_master(hops: list, leftovers: list[int]) -> set[int]:
+    """Run the master over *hops*; the pids of its contexts still alive
+    GONE_WITHIN seconds after it was killed."""
+    master = subprocess.run(
+        [sys.executable, '-c', MASTER, json.dumps(hops)],
+        stdout=subprocess.PIPE, timeout=120)
+    assert master.returncode == -signal.SIGKILL
+    pids = json.loads(master.stdout.decode().splitlines()[-1])
+    leftovers.extend(pids)
+    assert len(pids) == len(hops)
+    return wait_gone(pids, GONE_WITHIN)
+
+
+@pytest.mark.parametrize('version', ['2.7', 'master'])
+def test_a_context_stuck_in_c_code_ends_after_its_master_is_killed(
+        version: str, leftovers: list[int]) -> None:
+    python = require_python(version)
+    assert _orphans_of_killed_master(
+        [['local', {'python_path': python}]], leftovers) == set()
+
+
+def test_a_stuck_chain_behind_ssh_and_sudo_ends_hop_by_hop(
+        sshd, leftovers: list[int]) -> None:
+    python = require_python('3.12')
+    if not executable_by_others(python):
+        pytest.skip('%s cannot be run by the test account' % python)
+    ssh = dict(sshd.ssh_kwargs(), python_path=python)
+    hops = [['ssh', ssh], ['sudo', {'python_path': python}]]
+    assert _orphans_of_killed_master(hops, leftovers) == set()
+
+
+def _same_program(pid: int) -> list[int]:
+    """Processes running exactly *pid*'s command line (its watchdog is a
+    fork of it; a local context's command line names its own id)."""
+    with open('/proc/%d/cmdline' % pid, 'rb') as f:
+        cmdline = f.read()
+    found = []
+    for name in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % name, 'rb') as f:
+                if name.isdigit() and f.read() == cmdline and alive(int(name)):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_watchdog_leaves_with_its_context() -> None:
+    with plasmid.Router() as router:
+        context = router.local()
+        pid = context.call(connect_fns.getpid)
+        watched = _same_program(pid)
+        assert len(watched) == 2 and pid in watched
+        context.shutdown()
+    assert wait_gone(watched, GONE_WITHIN) == set()
+
+
+@pytest.mark.parametrize('version', ['2.7', 'master'])
+def test_the_watchdog_is_not_a_child_of_the_context(version: str) -> None:
+    """A context's own os.wait() must not find (and block on) it: nothing
+    but the context's own processes are its children."""
+    with plasmid.Router() as router:
+        context = router.local(python_path=require_python(version))
+        assert context.call(connect_fns.any_child_status) == errno.ECHILD
