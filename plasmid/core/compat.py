@@ -58,4 +58,5 @@ def bytes_from_wire(value):
 
 def qualified_name(func):
     """The dotted path of *func* inside its module, as Python 3 spells it."""
-    return getattr(func, '__qualname__', None) or func.__name__
+    return getattr(func, '__qualname__', None) or getattr(func, '__name__',
+                                                          '<')

@@ -35,23 +35,19 @@ def function_ref(func):
 
 
 def _function_ref(func):
-    if not callable(func):
-        raise TypeError('%r is not callable' % (func,))
+    # The master explains a refusal (MasterContext._call_message): the
+    # words cost the bootstrap's bytes here.
     owner = getattr(func, '__self__', None)
-    if owner is not None and not isinstance(owner, (type, types.ModuleType)):
-        raise TypeError('cannot call %r: it is bound to an instance; call a '
-                        'module-level function, static or class method' %
-                        (func,))
     module = getattr(func, '__module__', None)
     if isinstance(owner, types.ModuleType):
         module = owner.__name__
+    elif not isinstance(owner, (type, type(None))):
+        module = None  # bound to an instance
     if module == '__main__':
         module = main_module_name()
-    qualname = compat.qualified_name(func)
-    if module is None or '<lambda>' in qualname or '<locals>' in qualname:
-        raise TypeError('cannot call %r: lambdas, closures and nested '
-                        'functions cannot be imported by name; define it at '
-                        'module level' % (func,))
+    qualname = callable(func) and compat.qualified_name(func) or '<'
+    if module is None or '<' in qualname:
+        raise TypeError('%r cannot be called by name' % (func,))
     return module, qualname
 
 
@@ -152,6 +148,25 @@ class Context(object):
 
     def call_async(self, func, *args, **kwargs):
         """Start ``func(*args, **kwargs)`` remotely; return a Future."""
+        return self._start_call(func, args, kwargs)
+
+    def call(self, func, *args, **kwargs):
+        """Run ``func(*args, **kwargs)`` remotely and return its result."""
+        return self._start_call(func, args, kwargs).result()
+
+    def call_no_reply(self, func, *args, **kwargs):
+        """Send a call and return at once; no reply will come back.
+
+        A burst of these costs no round trip.  Failures are logged by the
+        context instead of being raised here.
+        """
+        self._send_call(func, args, kwargs)
+
+    # The public three take the function's arguments as given; these take
+    # them as a tuple and a dict, so that the master's versions can pass a
+    # keyword argument named func or self on (positional-only there).
+
+    def _start_call(self, func, args, kwargs):
         latch = Latch(self.router.loop)
         msg = self._call_message(func, args, kwargs, 0)
         msg.reply_to = self.router.expect_reply(self.context_id, latch)
@@ -162,16 +177,7 @@ class Context(object):
             raise
         return self.future_type(self, latch, msg.reply_to)
 
-    def call(self, func, *args, **kwargs):
-        """Run ``func(*args, **kwargs)`` remotely and return its result."""
-        return self.call_async(func, *args, **kwargs).result()
-
-    def call_no_reply(self, func, *args, **kwargs):
-        """Send a call and return at once; no reply will come back.
-
-        A burst of these costs no round trip.  Failures are logged by the
-        context instead of being raised here.
-        """
+    def _send_call(self, func, args, kwargs):
         if self.context_id in self.router.lost:
             raise ContextLost('context %s is gone' % (self.name,),
                               self.router.lost_said.get(self.context_id, ''))

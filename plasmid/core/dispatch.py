@@ -20,6 +20,7 @@ from plasmid.core.router import CALL, FROM_PARENT
 
 LOG = Logger('plasmid.dispatch')
 TAKEOVER_DELAY = 0.002
+_CUT = 1 << 20  # characters of an error too large to send that still go
 _STOP = object()
 _running = []  # the Dispatcher that runs this process's calls, once started
 
@@ -143,8 +144,14 @@ class Dispatcher(object):
         try:
             self.router.reply(msg, outcome)
         except StreamError as exc:
-            self.router.reply(msg, (False, CallError(
-                'StreamError', 'the result could not be sent: %s' % exc)))
+            error = outcome[1]
+            if outcome[0] or not isinstance(error, CallError):
+                error = CallError('StreamError',
+                                  'the result could not be sent: %s' % exc)
+            else:  # too large: its type, the start of its message will do
+                error = CallError(error.type_name, error.message[:_CUT],
+                                  error.remote_traceback[-_CUT:])
+            self.router.reply(msg, (False, error))
 
 
 class Standby(object):

@@ -15,11 +15,12 @@ import platform
 import sys
 import threading
 import time
+import types
 import weakref
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from plasmid.connect import context_log, spawn, watchdog
-from plasmid.core.context import MAIN_ALIAS, Context
+from plasmid.core.context import MAIN_ALIAS, Context, Future
 from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
@@ -201,6 +202,24 @@ def _main_has_source() -> bool:
     return bool(path) and os.path.isfile(path)
 
 
+def _why_not_called_by_name(func: Any) -> Optional[str]:
+    """Why a call cannot name *func* for the context to import, or None."""
+    if not callable(func):
+        return 'it is not callable'
+    owner = getattr(func, '__self__', None)
+    if owner is not None and not isinstance(owner, (type, types.ModuleType)):
+        return ('it is bound to an instance; call a module-level function, '
+                'static or class method')
+    qualname = getattr(func, '__qualname__', None)
+    if qualname is None:  # a partial, an instance with __call__
+        return ('a call names a function, class or method to import, and a '
+                '%s has no name' % type(func).__name__)
+    if '<' in qualname:
+        return ('lambdas, closures and nested functions cannot be imported '
+                'by name; define it at module level')
+    return None
+
+
 class MasterContext(Context):
     """A context started by this master."""
 
@@ -229,22 +248,34 @@ class MasterContext(Context):
     def info(self, value: dict) -> None:
         self._info = value
 
-    def call_no_reply(self, func: Any, *args: Any, **kwargs: Any) -> None:
+    # The core's three, with *func* positional-only: a keyword argument
+    # named func or self goes to the function called.
+
+    def call_async(self, func: Any, /, *args: Any, **kwargs: Any) -> Future:
+        """Start ``func(*args, **kwargs)`` remotely; return a Future."""
+        return self._start_call(func, args, kwargs)
+
+    def call(self, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``func(*args, **kwargs)`` remotely and return its result."""
+        return self._start_call(func, args, kwargs).result()
+
+    def call_no_reply(self, func: Any, /, *args: Any, **kwargs: Any) -> None:
+        """Send a call and return at once; no reply will come back (see
+        the core's)."""
         if self.boot is not None and self.boot.error is not None:
             raise self.boot.error
-        super().call_no_reply(func, *args, **kwargs)
+        self._send_call(func, args, kwargs)
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
                       reply_to: int) -> Message:
         try:
             return super()._call_message(func, args, kwargs, reply_to)
-        except AttributeError:
-            if hasattr(func, '__qualname__'):
+        except TypeError:
+            why = _why_not_called_by_name(func)
+            if why is None:
                 raise
-            # A partial, an instance: the core found no name to send.
-            raise TypeError('cannot call %r: a call names a function, class '
-                            'or method to import, and a %s has no name'
-                            % (func, type(func).__name__)) from None
+            # The core's refusal is terse (its words cost bootstrap bytes).
+            raise TypeError('cannot call %r: %s' % (func, why)) from None
 
     def _before_call(self, module: str) -> str:
         """The called function's module goes ahead of the call to the

@@ -40,3 +40,8 @@ class Unprintable(Exception):
 
 def fail_unprintably():
     raise Unprintable('x')
+
+
+def fail_at_length(characters):
+    """Raise a ValueError whose message has *characters* characters."""
+    raise ValueError('x' * characters)

@@ -63,3 +63,16 @@ def test_outside_a_dispatched_call_nothing_is_queued():
     ran = []
     assert dispatch.after_reply(lambda: ran.append(1)) is False
     assert ran == []
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_an_error_too_large_to_send_keeps_its_type(version):
+    """Its message is cut to the first MiB: the caller still learns what
+    failed, as it would from a smaller one."""
+    with plasmid.Router(max_message_size=4 << 20) as router:
+        ctx = router.local(python_path=require_python(version))
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(dispatch_fns.fail_at_length, 5 << 20)
+        assert info.value.type_name == 'ValueError'
+        assert info.value.message == 'x' * dispatch._CUT
+        assert ctx.call(len, 'ab') == 2  # still serving

@@ -43,6 +43,10 @@ def add(a, b):
     return a + b
 
 
+def keywords(**kwargs):
+    return kwargs
+
+
 def record(value):
     RECORDED.append(value)
 

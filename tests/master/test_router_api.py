@@ -125,6 +125,15 @@ def test_builtins_are_called_by_their_name_in_the_context(
         assert ctx.call(int, '7') == 7
 
 
+def test_keyword_arguments_named_func_or_self_reach_the_function(
+        ctx: plasmid.Context) -> None:
+    sent = {'func': 1, 'self': 2, 'args': 3, 'kwargs': 4}
+    assert ctx.call(local_fns.keywords, **sent) == sent
+    assert ctx.call_async(local_fns.keywords, **sent).result() == sent
+    ctx.call_no_reply(local_fns.record, value=sent)
+    assert ctx.call(local_fns.recorded) == [sent]
+
+
 def test_remote_exception_becomes_call_error(ctx: plasmid.Context) -> None:
     with pytest.raises(plasmid.CallError) as info:
         ctx.call(local_fns.fail, 'the sky fell')
