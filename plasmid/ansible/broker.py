@@ -310,11 +310,15 @@ class Broker:
             raise RunFromScript()
         found = self._module_context(spec, python)
         self._ensure_zip(found, digest, files, job['module_fqn'])
-        self.counts['module_runs'] += 1
+        self.counts['module_runs'] += 1  # asked for, whatever the answer
         if not self.staying:
             job = dict(job, stay=False)
-        return self._whole(spec, found, self._call(
-            spec, found, target.run_module, digest, job, self.hold_above))
+        answer = self._call(spec, found, target.run_module, digest, job,
+                            self.hold_above)
+        if answer[0] == target.FROM_SCRIPT:  # too old a Python for the zip
+            self.counts['modules_from_script'] += 1
+            raise RunFromScript()
+        return self._whole(spec, found, answer)
 
     def _module_context(self, spec: dict, python: str) -> Target:
         """The context that runs modules under *python*.  If that

@@ -388,15 +388,31 @@ class Connection(ConnectionBase):
             else None
         if job is not None and job.interpreter == parsed.interpreter:
             try:
-                return self._run_module(spec, job, parsed.env)
+                return self._run_module(
+                    spec, job, self._module_env(parsed, sudoable))
             except _RunFromScript:
                 pass  # the script below, in the same context
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
-        return _as_ssh_ends(*self._call('shell', spec, None, text, in_data,
-                                        None, None, None,
-                                        self._terminal(in_data, sudoable)))
+        return _as_ssh_ends(*_output_as_bytes(self._call(
+            'shell', spec, None, text, in_data, None, None, None,
+            self._terminal(in_data, sudoable))))
+
+    def _module_env(self, parsed: commands.Command,
+                    sudoable: bool) -> Optional[dict]:
+        """The environment a pipelined module gets on top of its
+        context's: the command's.  Under a become method that vanilla ssh
+        does not pipeline (su), vanilla runs the module on a terminal
+        (``-tt``), and sshd sets TERM to the type ssh announces, which su
+        passes on; we pipeline it, so the module gets that TERM here (the
+        task's own environment still comes first)."""
+        plugin = self.become
+        term = self._terminal(None, sudoable)
+        if not (parsed.become and term and plugin is not None and
+                not getattr(plugin, 'pipelining', True)):
+            return parsed.env
+        return dict({'TERM': term}, **(parsed.env or {}))
 
     def _run_module(self, spec: dict, job: payload.ModuleJob,
                     env: dict) -> tuple:
@@ -448,11 +464,11 @@ class Connection(ConnectionBase):
             password = plugin.get_option('become_pass')
             password = to_bytes(password) if password else None
         timeout = self._prompt_timeout()
-        rc, out, err = self._call(
+        rc, out, err = _output_as_bytes(self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
             self._terminal(in_data, sudoable), timeout,
-            self.LOGIN_SHELL_RUNS_COMMANDS)
+            self.LOGIN_SHELL_RUNS_COMMANDS))
         # Without the marker the become program never got to the command:
         # a kill then was our prompt handling's, not a signal it died of.
         stopped_at_become = bool(success) and to_bytes(success) not in out
@@ -647,6 +663,21 @@ class _SshFailed(AnsibleConnectionFailure):
         super().__init__('Failed to connect to the host via ssh: %s'
                          % said.rstrip())
         self.said = said
+
+
+def _output_as_bytes(answer: Any) -> tuple[int, bytes, bytes]:
+    """A shell command's ``(rc, stdout, stderr)`` with its output as
+    bytes, as ssh gives it: a Python 2 context sends its native ``str``,
+    which arrives as text (decoded with surrogateescape), and our handling
+    of become output works on bytes."""
+    rc, out, err = answer
+    return rc, _wire_bytes(out), _wire_bytes(err)
+
+
+def _wire_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode('utf-8', 'surrogateescape')
+    return value
 
 
 def _as_ssh_ends(rc: int, out: bytes, err: bytes) -> tuple[int, bytes, bytes]:

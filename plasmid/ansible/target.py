@@ -37,6 +37,10 @@ from plasmid.core.waiting import wait_for
 _ZIPS = {}  # digest -> ZipModules
 _HELD = {}  # token -> (stdout, stderr) of a result too large for one message
 HELD = 'held'  # first item of a held result's answer (an rc is an int)
+# run_module's answer for a zip this Python cannot compile all of: one too
+# old for the ansible-core in use (whose sanity tests compile every file
+# for each target Python it supports).  The script runs as given then.
+FROM_SCRIPT = 'from-script'
 _HELD_TOKENS = itertools.count(1)
 _FILES = {}  # sha1 of a payload file's content -> the content
 _CODE = {}  # (module name, source digest) -> code object, shared by zips
@@ -217,11 +221,16 @@ def run_module(digest, job, hold_above=None):
     Once the answer is sent, import here what the module process imported
     beyond what this context holds (from the target's own library, mostly),
     so that the next fork finds it loaded.  Output beyond *hold_above*
-    bytes is held: see :func:`_held_if_large`.
+    bytes is held: see :func:`_held_if_large`.  A zip with a source this
+    Python cannot compile is not run: the answer is ``(FROM_SCRIPT,)``.
     """
     modules = _ZIPS.get(digest)
     if modules is None:
         raise KeyError('module payload %s was never sent here' % digest)
+    if modules.broken:
+        # Run here, the module would fail with our frames around the
+        # error; the AnsiballZ wrapper fails with this Python's own words.
+        return (FROM_SCRIPT,)
     rc, out, err, imported = _FORKER.run(
         (digest, job, warm.stale_names(digest, modules)),
         then=lambda names: _learn(modules, names, job['module_fqn']))
@@ -298,6 +307,7 @@ def _module_main(modules, job, stale):
     _forget(stale)
     sys.meta_path[:] = _payload_finders(modules)
     _files_from_readers_on_3_9()
+    _export_pwd()
     os.environ.update(job.get('env') or {})
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
@@ -358,6 +368,29 @@ def change_dir(path):
     except OSError:
         return False
     return True
+
+
+def _export_pwd():
+    """In the module process: PWD as the ``/bin/sh -c`` that vanilla puts
+    before every interpreter leaves it.  sh keeps an inherited PWD that
+    names the current directory and exports getcwd() otherwise; sudo's
+    env_reset drops PWD, and our become interpreter is started by sudo
+    with no shell between, so without this a module (and what it runs
+    without a shell: ``command``) would see none."""
+    here = os.environ.get('PWD', '')
+    if here.startswith('/') and _names_cwd(here):
+        return
+    try:
+        os.environ['PWD'] = os.getcwd()
+    except OSError:  # a directory we cannot name: sh sets none either
+        pass
+
+
+def _names_cwd(path):
+    try:
+        return os.path.samefile(path, '.')
+    except OSError:  # gone or out of reach: not where we are
+        return False
 
 
 def _check_cwd():
@@ -583,6 +616,10 @@ def _run_on_tty(path, argv, terminal, prompt=None, password=None,
     env = _shell_environment()
     if terminal:
         env['TERM'] = terminal
+    if 'SSH_CONNECTION' in env:
+        # sshd names the terminal it gives a command in SSH_TTY; where its
+        # other variables were dropped (sudo's env_reset) so would this be.
+        env['SSH_TTY'] = os.ttyname(slave)
     try:
         proc = None
         if shell_spawn.available():

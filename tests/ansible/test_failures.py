@@ -235,6 +235,55 @@ def test_a_python_too_old_for_the_module_fails_it_as_in_vanilla(
     assert failed['status'] == 'failed', vanilla.output
 
 
+TOO_OLD_EVERYWHERE = """
+- hosts: targets
+  gather_facts: false
+  vars: {ansible_python_interpreter: %s}
+  tasks:
+    - name: ping
+      ping: {}
+      ignore_errors: true
+    - name: a command as root
+      command: id -un
+      become: true
+      ignore_errors: true
+    - name: raw as root
+      raw: id -un
+      become: true
+"""
+
+
+def _without_temp_names(text: str) -> str:
+    """A module's stderr without the random part of its temp dir's name."""
+    return re.sub(r'_payload_[A-Za-z0-9_]+/', '_payload_/', text)
+
+
+@pytest.mark.edge_releases
+@pytest.mark.parametrize('version', ['2.7', '3.6'])
+def test_a_python_too_old_for_ansible_core_reads_as_vanillas_failure(
+        ansible_bin, ansible_account, sshd, tmp_path, version):
+    """A host whose only interpreter is too old for the ansible-core in
+    use (2.7 and 3.6 for every supported release): modules fail with the
+    interpreter's own words about the AnsiballZ script (module_stderr,
+    which parity leaves uncompared), not a traceback through plasmid's
+    code, and ``raw`` with become runs as under vanilla."""
+    from testbed.pythons import require_python
+    book = TOO_OLD_EVERYWHERE % require_python(version)
+    vanilla, ours = run_both(ansible_bin, tmp_path, book,
+                             inventory(sshd, ansible_account))
+    assert vanilla.rc == 0, vanilla.output
+    assert vanilla.by_task()['t1', 'raw as root']['result']['stdout'] == \
+        'root\r\n'
+    for key, theirs in vanilla.by_task().items():
+        mine = ours.by_task()[key]['result']
+        for field in ('module_stderr', 'module_stdout'):
+            assert _without_temp_names(mine.get(field, '')) == \
+                _without_temp_names(theirs['result'].get(field, '')), key
+        said = json.dumps(mine)
+        assert 'plasmid/' not in said and 'plasmid-ansiballz' not in said, \
+            key  # our code's path, and where a zip's files seem to be
+
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false

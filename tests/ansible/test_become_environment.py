@@ -1,0 +1,89 @@
+"""The environment a module, ``command`` and ``raw`` see, without become
+and under sudo and su, is vanilla's: PWD (which sudo drops and the shell
+vanilla puts before each interpreter sets again), TERM where vanilla has
+a terminal (su, which it does not pipeline), SSH_TTY for a command on a
+terminal, and HOME, USER, LOGNAME, SHELL, PATH, MAIL, SHLVL, SUDO_*."""
+from __future__ import annotations
+
+import pytest
+
+from runner import inventory, run_playbook
+from testbed.accounts import PASSWORD_B, USER_B
+
+# The oldest and the newest release only in CI (conftest.py).
+pytestmark = pytest.mark.edge_releases
+
+MODULE = '''#!/usr/bin/python
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+AnsibleModule(argument_spec={}).exit_json(env=dict(os.environ))
+'''
+
+WAYS = {
+    'plain': '',
+    'sudo': '      become: true\n',
+    'su': ('      become: true\n      become_method: su\n'
+           '      become_user: %s\n'
+           '      vars: {ansible_become_password: %s}\n'
+           % (USER_B, PASSWORD_B)),
+}
+KINDS = {'command': 'command: env', 'raw': 'raw: env', 'module': 'env_dump:'}
+
+# What differs for reasons neither side controls: the client's port (one
+# ssh session per task under vanilla), sudo's record of the command it
+# ran (vanilla's holds a random marker), ``_`` (set by the become user's
+# login shell, bash, for the /bin/sh vanilla's su runs).  SSH_TTY names a
+# terminal: compared where both have one (raw), by presence.
+UNCOMPARED = {'SSH_CLIENT', 'SSH_CONNECTION', 'SUDO_COMMAND', '_', 'SSH_TTY'}
+TERM = 'vt220'  # not the test runner's own
+
+
+def _book() -> str:
+    tasks = ['    - name: %s %s\n      %s\n%s' % (way, kind, body, become)
+             for way, become in WAYS.items()
+             for kind, body in KINDS.items()]
+    return ('- hosts: targets\n  gather_facts: false\n'
+            # vanilla's su (not pipelined) leaves the module in a file
+            # the other user must read: no setfacl here.
+            '  vars: {ansible_shell_allow_world_readable_temp: true}\n'
+            '  tasks:\n' + '\n'.join(tasks))
+
+
+def _environments(run) -> dict:
+    """Each task's environment, by task name."""
+    found = {}
+    for item in run.results:
+        assert item['status'] == 'ok', item
+        result = item['result']
+        if 'env' in result:
+            found[item['task']] = result['env']
+        else:
+            lines = result['stdout'].replace('\r\n', '\n').splitlines()
+            found[item['task']] = dict(line.split('=', 1) for line in lines
+                                       if '=' in line)
+    return found
+
+
+def test_the_environment_under_become_is_vanillas(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'env_dump.py').write_text(MODULE)
+    inv = inventory(sshd, ansible_account)
+    env = {'TERM': TERM}
+    vanilla = _environments(run_playbook(ansible_bin, tmp_path, _book(), inv,
+                                         False, env))
+    ours = _environments(run_playbook(ansible_bin, tmp_path, _book(), inv,
+                                      True, env))
+    assert set(ours) == set(vanilla)
+    for task, theirs in vanilla.items():
+        mine = ours[task]
+        assert {k: v for k, v in mine.items() if k not in UNCOMPARED} == \
+            {k: v for k, v in theirs.items() if k not in UNCOMPARED}, task
+        if task.endswith(' raw'):
+            assert ('SSH_TTY' in mine) == ('SSH_TTY' in theirs), task
+    # What the comparison covers, as vanilla has it.
+    assert vanilla['sudo module']['PWD'] == vanilla['plain module']['PWD']
+    assert vanilla['su module']['TERM'] == TERM
+    assert 'SSH_TTY' in vanilla['plain raw']
