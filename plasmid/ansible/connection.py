@@ -408,9 +408,11 @@ class Connection(ConnectionBase):
         passes on; we pipeline it, so the module gets that TERM here (the
         task's own environment still comes first)."""
         plugin = self.become
+        if not parsed.become or plugin is None or \
+                getattr(plugin, 'pipelining', True):
+            return parsed.env  # the usual path: no option looked up
         term = self._terminal(None, sudoable)
-        if not (parsed.become and term and plugin is not None and
-                not getattr(plugin, 'pipelining', True)):
+        if not term:
             return parsed.env
         return dict({'TERM': term}, **(parsed.env or {}))
 
