@@ -386,7 +386,7 @@ OTHER_STRATEGIES = r"""
       command: id -un
       become: true
     - name: free, a file
-      copy: content="{{ inventory_hostname }}\n" dest=/tmp/plasmid-free-{{ inventory_hostname }}
+      copy: content="{{ inventory_hostname }}\n" dest=/tmp/plasmid-free-{{ run_id }}-{{ inventory_hostname }}
     - name: free, one host at a time
       command: echo {{ inventory_hostname }}
       throttle: 1
@@ -398,9 +398,9 @@ OTHER_STRATEGIES = r"""
   gather_facts: false
   tasks:
     - name: pinned, read it back
-      command: cat /tmp/plasmid-free-{{ inventory_hostname }}
+      command: cat /tmp/plasmid-free-{{ run_id }}-{{ inventory_hostname }}
     - name: pinned, clean up
-      file: path=/tmp/plasmid-free-{{ inventory_hostname }} state=absent
+      file: path=/tmp/plasmid-free-{{ run_id }}-{{ inventory_hostname }} state=absent
 """
 
 
@@ -422,11 +422,14 @@ def test_free_and_host_pinned_strategies_match_vanilla(
     inv = inventory(sshd, ansible_account, hosts=hosts)
     book = threaded_strategies(OTHER_STRATEGIES)
     assert book.count('strategy: plasmid.accel.') == 2, book
+    # Another run of the suite on this machine must not see our files.
+    args = ('-e', 'run_id=%d' % os.getpid())
     vanilla = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv,
-                           False)
+                           False, args=args)
     assert vanilla.rc == 0, vanilla.output
-    forked = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv, True)
-    threaded = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    forked = run_playbook(ansible_bin, tmp_path, OTHER_STRATEGIES, inv, True,
+                          args=args)
+    threaded = run_playbook(ansible_bin, tmp_path, book, inv, True, args=args)
     for ours in (forked, threaded):
         assert_same(vanilla, ours)
         back = {r['host']: r['result']['stdout'] for r in ours.results
