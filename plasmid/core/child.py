@@ -67,6 +67,13 @@ class ChildContext(object):
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.close(null)
+        # A fork of this context (a call's os.fork, multiprocessing) lets
+        # go of the link, which it would keep open while it lives, hiding
+        # this context's exit: /dev/null (fd 0) in its place keeps the fd
+        # numbers the streams hold taken.  Python 3.7+ (before: dict, a
+        # function that takes the keyword and does nothing).
+        getattr(os, 'register_at_fork', dict)(after_in_child=lambda: [
+            os.dup2(0, fd) for fd in (self.rfd, self.wfd)])
         self.config, reader = read_boot(self.rfd, boot_frame)
         reader.max_message = self.config['max_message']
         self.loop = Loop()
@@ -159,11 +166,10 @@ class ChildContext(object):
             except Exception:
                 pass
         # Close our ends of fds 1 and 2 so the pipe readers see EOF once
-        # no subprocess holds them, then let the loop drain them.
-        null = os.open(os.devnull, os.O_RDWR)
+        # no subprocess holds them (/dev/null, fd 0, in their place), then
+        # let the loop drain them.
         for fd in (1, 2):
-            os.dup2(null, fd)
-        os.close(null)
+            os.dup2(0, fd)
         self.loop.run_until(
             lambda: all(p.closed for p in self.pipes) and
             not self.parent.outbox, 1.0)

@@ -507,10 +507,9 @@ class Importer(object):
                 compile(_source_text(entry), entry.filename, 'exec')
         except SyntaxError as exc:
             raise ImportError(
-                'module %s comes from the master\'s Python %s and cannot be '
-                'compiled by this target\'s Python %s: %s' % (
-                    entry.name, self.master_version, sys.version.split()[0],
-                    exc))
+                "Python %s cannot compile %s (from the master's Python %s): "
+                '%s' % (sys.version.split()[0], entry.name, self.master_version,
+                        exc))
         exec(code, module.__dict__)
 
     def get_source(self, fullname):

@@ -157,10 +157,7 @@ class Router(object):
         stream = self.routes.get(msg.dst)
         if msg.stream is not self.parent:
             if stream is not None:
-                LOG.error('%r: refusing %r: a child may not address a '
-                          'context below this one', msg.stream, msg)
-                self._undeliverable(msg, 'context %d may not address '
-                                    'context %d' % (msg.src, msg.dst))
+                self._refuse(msg)  # a child addressing a context below
                 return
             stream = self.parent
         if stream is None or not stream.send(msg.to_bytes()):
@@ -181,10 +178,7 @@ class Router(object):
         if not self._policy_allows(policy, msg):
             # Answered, as a call to a context one may not address is:
             # a child's call to its parent would wait for ever.
-            LOG.error('%r: refusing %r on handle %d', msg.stream, msg,
-                      msg.handle)
-            self._undeliverable(msg, 'context %d may not address '
-                                'context %d' % (msg.src, msg.dst))
+            self._refuse(msg)
             return
         try:
             callback(msg)
@@ -192,6 +186,11 @@ class Router(object):
             LOG.error('%r: malformed %r: %s', msg.stream, msg, exc)
         except Exception:
             LOG.exception('handler for %r failed', msg)
+
+    def _refuse(self, msg):
+        why = 'context %d may not address context %d' % (msg.src, msg.dst)
+        LOG.error('%r: refusing %r: %s', msg.stream, msg, why)
+        self._undeliverable(msg, why)
 
     def _policy_allows(self, policy, msg):
         if policy == FROM_PARENT:

@@ -93,9 +93,8 @@ class Stream(object):
             data = b''
         if not data:
             if self.reader.pending():
-                LOG.error('%r: closing: the stream ended inside a frame '
-                          '(%d bytes of it received)', self,
-                          self.reader.pending())
+                LOG.error('%r: ended %d bytes into a frame',
+                          self, self.reader.pending())
             self._end_of_input()
             return
         self.bytes_in += len(data)

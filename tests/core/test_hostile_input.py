@@ -227,9 +227,9 @@ def test_module_messages_never_import_in_the_master(
     (HEADER.pack(MAGIC, 0, 0, GET_MODULE, 0, 2 ** 32 - 1), 'stay',
      'exceeds'),
     (Message(0, 0, GET_MODULE, 0, b's' * 100).to_bytes()[:50], 'eof',
-     'ended inside a frame'),
+     'bytes into a frame'),
     (HEADER.pack(MAGIC, 0, 0, GET_MODULE, 0, 10)[:10], 'eof',
-     'ended inside a frame'),
+     'bytes into a frame'),
 ], ids=['bad magic', 'oversized length', 'truncated body',
         'truncated header'])
 def test_a_bad_frame_closes_only_that_stream(

@@ -467,7 +467,7 @@ def test_eof_inside_a_frame_closes_with_an_error(
         os.close(link.peer_w)
         link.peer_w = os.open(os.devnull, os.O_WRONLY)  # for close()
         assert loop.run_until(lambda: link.stream.closed, 10)
-        assert any('ended inside a frame' in r.getMessage()
+        assert any('bytes into a frame' in r.getMessage()
                    for r in caplog.records if r.name == 'plasmid.stream')
         assert not other.stream.closed and set(router.routes) == {7}
     finally:

@@ -156,3 +156,22 @@ def log_then_sleep(count, seconds):
 def call_getpid_of(context):
     """Call another context from this one (it may not be reachable)."""
     return context.call(getpid)
+
+
+def fork_sleeper(seconds):
+    """Fork a child that sleeps *seconds* and exits; return its pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the fork
+        time.sleep(seconds)
+        os._exit(0)
+    return pid
+
+
+def exit_now(status):
+    os._exit(status)
+
+
+def fork_and_return():
+    """Fork, and return from the call in both processes (a mistake: the
+    fork should os._exit): the parent's pid of the fork, the fork's 0."""
+    return os.fork()

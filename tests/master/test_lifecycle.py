@@ -70,6 +70,36 @@ def test_killed_context_fails_pending_and_later_calls(
     assert bystander.call(local_fns.getpid) == bystander.info['pid']
 
 
+@pytest.mark.parametrize('version', [None, '3.7', '3.13'])
+def test_a_context_that_dies_while_its_fork_lives_is_lost_at_once(
+        router: plasmid.Router, version: str | None) -> None:
+    """A fork (os.fork, multiprocessing) let go of the link at once: it
+    kept it open while it lived, and calls to its dead context waited for
+    the fork's exit, shutdown its whole timeout."""
+    python = version and require_python(version)
+    victim = router.local(python_path=python)
+    fork = victim.call(local_fns.fork_sleeper, 120)
+    try:
+        with pytest.raises(plasmid.ContextLost) as lost:
+            victim.call_async(local_fns.exit_now, 3).result(
+                timeout=LOST_WITHIN)
+        assert 'exited with status 3' in str(lost.value)
+        assert alive(fork)  # lost while the fork still runs
+    finally:
+        os.kill(fork, signal.SIGKILL)
+
+
+def test_a_fork_that_returns_from_a_call_leaves(
+        router: plasmid.Router) -> None:
+    """A fork that does not os._exit finds no link: it leaves, instead of
+    answering its parent's call and waiting for more."""
+    ctx = router.local()
+    forks = [ctx.call(local_fns.fork_and_return) for _ in range(3)]
+    assert all(pid > 0 for pid in forks), forks  # the parent's answers
+    assert wait_gone(forks, LOST_WITHIN) == set()
+    assert ctx.call(local_fns.getpid) == ctx.info['pid']
+
+
 def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     top = router.local(name='top')
     middle = router.local(name='middle', via=top)
