@@ -466,7 +466,7 @@ def split_at_ready(output):
         output = output[at + 1:]  # the word, not in our line: look on
 
 
-def connect(router, spec, blob, watch_boot=None):
+def connect(router, spec, blob, watch_boot=None, on_process=None):
     """Start the context *spec* describes; return (stream, hello info).
 
     Runs in the calling thread and blocks until the context has booted
@@ -480,18 +480,22 @@ def connect(router, spec, blob, watch_boot=None):
     messages travel, and ``watch_boot(stream)``, run on the loop before
     the stream reads anything, sees its HELLO or its failure (see
     plasmid.master.booting).
+
+    *on_process*, if given, is called with each program's Process as soon
+    as it runs (a master's shutdown kills the starts under way).
     """
     method = method_module(spec['method'])
     tty = method.TTY
     if tty is None:
         tty = method.wants_tty(spec)
     try:
-        return _connect(router, spec, blob, method, tty, watch_boot)
+        return _connect(router, spec, blob, method, tty, watch_boot,
+                        on_process)
     except ConnectError as exc:
         tty_required = getattr(method, 'tty_required', None)
         if tty or tty_required is None or not tty_required(exc.output):
             raise
-    return _connect(router, spec, blob, method, True, watch_boot)
+    return _connect(router, spec, blob, method, True, watch_boot, on_process)
 
 
 def boot_frame(router, spec):
@@ -528,7 +532,7 @@ def _native(text):
     return text
 
 
-def _connect(router, spec, blob, method, tty, watch_boot):
+def _connect(router, spec, blob, method, tty, watch_boot, on_process):
     boot = boot_frame(router, spec)
     if method.CORE_IN_ARGV:
         python = boot_argv_carrying(spec['python_path'], blob, boot,
@@ -540,6 +544,8 @@ def _connect(router, spec, blob, method, tty, watch_boot):
         payload = blob + boot
     proc = Process(method.argv(spec, python), tty=tty,
                    env=program_environment(spec))
+    if on_process is not None:
+        on_process(proc)
     handshake = Handshake(proc, method, spec, payload,
                           until_ready=watch_boot is not None)
     try:

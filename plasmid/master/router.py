@@ -32,6 +32,7 @@ from plasmid.master.bootstrap import build_blob
 from plasmid.master.compilers import (FROM_PATH, ForeignCompilers,
                                       Interpreters, checked_interpreters)
 from plasmid.master.modules import ModuleResponder
+from plasmid.master.starts import StartsInFlight
 
 MASTER_ID = 0
 PythonPath = Union[str, Sequence[str], None]
@@ -309,6 +310,7 @@ class MasterContext(Context):
         """Ask the context to exit; with *wait*, until its process is gone."""
         if not self.is_alive():
             return
+        self.master.core.told_to_shut_down.add(self.context_id)
         try:
             super().shutdown(wait=wait, timeout=timeout)
         except TimeoutError:
@@ -321,6 +323,22 @@ class MasterContext(Context):
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)
+
+
+class MasterCore(CoreRouter):
+    """The master's core router: a context it asked to shut down is lost
+    for that reason (its calls still pending say so), not for a broken
+    link."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.told_to_shut_down: set[int] = set()
+
+    def lose(self, ids: list, reason: str, said: str = '') -> None:
+        told = [cid for cid in ids if cid in self.told_to_shut_down]
+        self.told_to_shut_down.difference_update(told)
+        super().lose(told, 'it was shut down', said)
+        super().lose([cid for cid in ids if cid not in told], reason, said)
 
 
 class Router:
@@ -338,7 +356,7 @@ class Router:
         they import).  *send_bytecode* False: every context compiles."""
         interpreters = checked_interpreters(compilers)
         self.loop = Loop()
-        self.core = CoreRouter(self.loop, MASTER_ID, max_message_size)
+        self.core = MasterCore(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
         # Off: contexts compile what they import (fewer bytes, more target
         # CPU; a slow link).
@@ -360,6 +378,7 @@ class Router:
         self.closed = False
         self.stopping = False
         self.lock = threading.Lock()
+        self.starts = StartsInFlight(self.lock)
         if threaded:
             self.loop.start_thread(lambda: self.stopping)
         else:
@@ -629,9 +648,27 @@ class Router:
         # An intermediary has its own copy of the module: the master's
         # value travels with the start.
         spec['watchdog_grace'] = watchdog.GRACE
-        if via is None:
-            return self._start_direct(spec)
-        return self._start_via(spec, via)
+        if not self.starts.begin():
+            raise ConnectError('this router has been shut down')
+        try:
+            if via is None:
+                context = self._start_direct(spec)
+            else:
+                context = self._start_via(spec, via)
+        except Exception as exc:
+            if self.closed:
+                raise self._shut_down_meanwhile(spec) from exc
+            raise
+        finally:
+            self.starts.end()
+        if self.closed:  # the shutdown stops it (or has stopped it)
+            raise self._shut_down_meanwhile(spec)
+        return context
+
+    @staticmethod
+    def _shut_down_meanwhile(spec: dict) -> ConnectError:
+        return ConnectError('%s: the router was shut down while it started'
+                            % spec['name'])
 
     @staticmethod
     def _default_name(method: str, spec: dict, context_id: int) -> str:
@@ -644,14 +681,19 @@ class Router:
         context_id = spec['context_id']
         boot = Boot(self.loop, spec['name'], spawn.connect_timeout(spec))
         self.boots[context_id] = boot  # before its HELLO can come
+        procs: list = []
+
+        def started(proc) -> None:
+            procs.append(proc)
+            self.starts.process_started(proc)
         try:
             stream, ready = spawn.connect(self.core, spec, build_blob(),
-                                          watch_boot=boot.watch)
+                                          watch_boot=boot.watch,
+                                          on_process=started)
         except BaseException:
             del self.boots[context_id]
+            self.starts.forget(procs)
             raise
-        with self.lock:
-            self.streams.append(stream)
         python = spawn.python_of(ready)
         if python is not None:
             # From its ready marker: the modules pushed ahead of the first
@@ -659,7 +701,8 @@ class Router:
             self.responder.pythons[context_id] = python
         context = MasterContext(self, context_id, spec['name'], None, None,
                                 stream, boot)
-        self._keep(context)
+        if not self.starts.accept(procs, lambda: self._keep(context, stream)):
+            self._discard_late(context)
         return context
 
     def _on_hello(self, msg: Message) -> None:
@@ -696,15 +739,42 @@ class Router:
         self.responder.started_via(new_id, via.context_id,
                                    spawn.python_of(info))
         context = MasterContext(self, new_id, spec['name'], via, info)
-        self._keep(context)
+        if not self.starts.accept([], lambda: self._keep(context)):
+            self._discard_late(context)
         return context
 
-    def _keep(self, context: MasterContext) -> None:
-        with self.lock:
-            self.contexts_started += 1
+    def _keep(self, context: MasterContext, stream=None) -> None:
+        """Count and keep a started context; under self.lock."""
+        if stream is not None:
+            self.streams.append(stream)
+        self.contexts_started += 1
         self.contexts[context.context_id] = context
         if not context.is_alive():  # lost before it was kept
             self.contexts.pop(context.context_id, None)
+
+    def _discard_late(self, context: MasterContext) -> None:
+        """A context that came up after the shutdown stopped waiting for
+        starts: stopped here (its process killed, a remote one told)."""
+        stream = context.stream
+        self.core.told_to_shut_down.add(context.context_id)
+        if stream is None:
+            try:
+                self.core.send(Message(context.context_id, MASTER_ID,
+                                       SHUTDOWN))
+            except Exception:
+                pass  # its intermediary was told to shut down: it ends too
+            return
+        stream.process.kill()
+        loop = self.loop
+        if loop.try_own():
+            try:
+                stream.close()
+            finally:
+                loop.disown()
+        else:
+            loop.defer(stream.close)
+        spawn.reap(stream.process, 1.0)
+        stream.process.close_all()
 
     def _forget(self, ids: list[int]) -> None:
         for context_id in ids:
@@ -778,10 +848,13 @@ class Router:
         self.closed = True
         timeout = self.shutdown_timeout if timeout is None else timeout
         deadline = time.time() + timeout
-        for context in list(self.contexts.values())[::-1]:
-            if context.is_alive():
-                self.core.send(Message(context.context_id, MASTER_ID,
-                                       SHUTDOWN))
+        for proc in self.starts.close():
+            proc.kill()  # its start fails at once
+        told = self._tell_to_shut_down(set())
+        # Starts via others fail as those leave; one that got its context
+        # up meanwhile has kept it, to be told now.
+        self.starts.wait(deadline)
+        self._tell_to_shut_down(told)
         self._wait_streams_closed(deadline)
         self._stop_loop()
         for stream in list(self.streams):
@@ -793,6 +866,17 @@ class Router:
         self.loop.close()
         interrupts.release(self.loop)
         _live_routers.discard(self)
+
+    def _tell_to_shut_down(self, told: set) -> set:
+        """Send SHUTDOWN to each live context not in *told*, the deepest
+        first; return the ids told, *told*'s with them."""
+        for context in list(self.contexts.values())[::-1]:
+            if context.is_alive() and context.context_id not in told:
+                told.add(context.context_id)
+                self.core.told_to_shut_down.add(context.context_id)
+                self.core.send(Message(context.context_id, MASTER_ID,
+                                       SHUTDOWN))
+        return told
 
     def _wait_streams_closed(self, deadline: float) -> None:
         def all_closed() -> bool:

@@ -8,6 +8,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Iterator
 
@@ -15,7 +16,7 @@ import pytest
 
 import plasmid
 from testbed.fds import new_since, open_files
-from testbed.procs import alive, interruptible, wait_gone
+from testbed.procs import alive, descendants, interruptible, wait_gone
 from testbed.pythons import require_python
 
 import local_fns
@@ -146,7 +147,8 @@ def test_shutdown_of_a_busy_context(router: plasmid.Router,
     assert time.monotonic() - started < timeout + 1.0
     assert not ctx.is_alive()
     assert not alive(pid)
-    expect_lost(stuck)
+    with pytest.raises(plasmid.ContextLost, match='it was shut down'):
+        stuck.result(timeout=LOST_WITHIN)  # not "the connection was lost"
     assert zombie_children() == []
 
 
@@ -159,6 +161,73 @@ def test_shutdown_of_a_busy_via_context(router: plasmid.Router) -> None:
     assert not below.is_alive()
     assert wait_gone([pid], LOST_WITHIN) == set()
     assert top.call(local_fns.echo, 'alive') == 'alive'
+
+
+def slow_python(seconds: float) -> list[str]:
+    """A python_path whose interpreter starts *seconds* late (sh sleeps
+    first): a start of it is surely under way for that long."""
+    return ['sh', '-c', 'sleep %g; exec "$0" "$@"' % seconds, sys.executable]
+
+
+def start_in_thread(start) -> tuple[threading.Thread, dict]:
+    """Run *start*() on a thread; the dict gets its 'context' or 'error'."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome['context'] = start()
+        except plasmid.Error as exc:
+            outcome['error'] = exc
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for_new_processes(under: int, known: set) -> set:
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        new = descendants([under]) - known
+        if new:
+            return new
+        time.sleep(0.01)
+    raise AssertionError('no process started below %d' % under)
+
+
+def test_a_start_under_way_when_the_router_shuts_down_ends_with_it() -> None:
+    """A context still starting in another thread when the router shuts
+    down came up afterwards and outlived the router: now its start fails,
+    its program killed."""
+    known = descendants([os.getpid()])
+    router = plasmid.Router()
+    thread, outcome = start_in_thread(
+        lambda: router.local(python_path=slow_python(30)))
+    starting = wait_for_new_processes(os.getpid(), known)
+    router.shutdown()
+    thread.join(LOST_WITHIN)
+    assert not thread.is_alive()
+    assert 'shut down while it started' in str(outcome.get('error')), outcome
+    assert wait_gone(starting, LOST_WITHIN) == set()
+    assert zombie_children() == []
+    with pytest.raises(plasmid.ConnectError, match='has been shut down'):
+        router.local()
+
+
+def test_a_start_via_another_when_the_router_shuts_down_fails() -> None:
+    router = plasmid.Router()
+    top = router.local(name='top')
+    known = descendants([top.info['pid']])
+    thread, outcome = start_in_thread(
+        lambda: router.local(via=top, python_path=slow_python(3)))
+    wait_for_new_processes(top.info['pid'], known)
+    pending = top.call_async(local_fns.sleep_then, 60, 'never')
+    router.shutdown()
+    thread.join(LOST_WITHIN)
+    assert not thread.is_alive()
+    with pytest.raises(plasmid.ContextLost, match='it was shut down'):
+        pending.result(timeout=LOST_WITHIN)
+    assert isinstance(outcome.get('error'), plasmid.ConnectError), outcome
+    assert 'shut down while it started' in str(outcome['error'])
+    assert router.contexts == {}
 
 
 # ----------------------------------------------------- master exits
