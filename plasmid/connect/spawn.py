@@ -46,6 +46,8 @@ READY = READY_WORD.encode('ascii')
 READY_LINE_MAX = len(READY) + 16  # a longer line is not the marker
 READY_VERSION = re.compile(br'(\d{1,3})\.(\d{1,3})$')
 REAP_TIMEOUT = 5.0
+# How often a start in an intermediary looks whether it is shutting down.
+STOP_POLL = 0.1
 # How long a link whose program's stdout has ended waits for the rest of
 # its stderr (ssh's reason for a lost connection) before it closes.
 LAST_WORDS_WAIT = 0.5
@@ -210,8 +212,10 @@ class Handshake(object):
     """Drives one new process until its HELLO (or, *until_ready*, its
     Python's ready marker), answering prompts."""
 
-    def __init__(self, proc, method, spec, payload, until_ready=False):
+    def __init__(self, proc, method, spec, payload, until_ready=False,
+                 should_stop=None):
         self.proc = proc
+        self.should_stop = should_stop  # a shutdown of the starter
         self.method = method
         self.spec = spec
         self.payload = payload
@@ -287,6 +291,10 @@ class Handshake(object):
                           'within %gs' % timeout or
                           'no answer within %gs' % timeout)
             remaining = min(remaining, self._unanswered())
+            if self.should_stop is not None:
+                if self.should_stop():
+                    self.fail('the context starting it is shutting down')
+                remaining = min(remaining, STOP_POLL)
             wlist = self.to_write and [self.proc.stdin] or []
             rlist, wlist = wait_for(list(self.open), wlist, remaining)
             if wlist:
@@ -466,7 +474,8 @@ def split_at_ready(output):
         output = output[at + 1:]  # the word, not in our line: look on
 
 
-def connect(router, spec, blob, watch_boot=None, on_process=None):
+def connect(router, spec, blob, watch_boot=None, on_process=None,
+            should_stop=None):
     """Start the context *spec* describes; return (stream, hello info).
 
     Runs in the calling thread and blocks until the context has booted
@@ -482,7 +491,9 @@ def connect(router, spec, blob, watch_boot=None, on_process=None):
     plasmid.master.booting).
 
     *on_process*, if given, is called with each program's Process as soon
-    as it runs (a master's shutdown kills the starts under way).
+    as it runs (a master's shutdown kills the starts under way).  With
+    *should_stop*, the start fails (its program killed) once
+    ``should_stop()`` is true: an intermediary's shutdown.
     """
     method = method_module(spec['method'])
     tty = method.TTY
@@ -490,12 +501,13 @@ def connect(router, spec, blob, watch_boot=None, on_process=None):
         tty = method.wants_tty(spec)
     try:
         return _connect(router, spec, blob, method, tty, watch_boot,
-                        on_process)
+                        on_process, should_stop)
     except ConnectError as exc:
         tty_required = getattr(method, 'tty_required', None)
         if tty or tty_required is None or not tty_required(exc.output):
             raise
-    return _connect(router, spec, blob, method, True, watch_boot, on_process)
+    return _connect(router, spec, blob, method, True, watch_boot, on_process,
+                    should_stop)
 
 
 def boot_frame(router, spec):
@@ -532,7 +544,8 @@ def _native(text):
     return text
 
 
-def _connect(router, spec, blob, method, tty, watch_boot, on_process):
+def _connect(router, spec, blob, method, tty, watch_boot, on_process,
+             should_stop):
     boot = boot_frame(router, spec)
     if method.CORE_IN_ARGV:
         python = boot_argv_carrying(spec['python_path'], blob, boot,
@@ -547,7 +560,8 @@ def _connect(router, spec, blob, method, tty, watch_boot, on_process):
     if on_process is not None:
         on_process(proc)
     handshake = Handshake(proc, method, spec, payload,
-                          until_ready=watch_boot is not None)
+                          until_ready=watch_boot is not None,
+                          should_stop=should_stop)
     try:
         info = handshake.run(connect_timeout(spec))
     except BaseException:
@@ -678,7 +692,10 @@ def connect_child(spec):
     """Called in an intermediary: start a child of this context."""
     from plasmid.core import child
     here = child.current
-    stream, info = connect(here.router, spec, here.blob)
+    # Its SHUTDOWN comes while this call runs: the start then ends at once
+    # instead of leaving its program behind when this context exits.
+    stream, info = connect(here.router, spec, here.blob,
+                           should_stop=lambda: here.stopping)
     here.children.append(stream)
     python = python_of(info)
     if python is not None:  # then it may get the bytecode we got

@@ -217,8 +217,8 @@ def test_a_start_via_another_when_the_router_shuts_down_fails() -> None:
     top = router.local(name='top')
     known = descendants([top.info['pid']])
     thread, outcome = start_in_thread(
-        lambda: router.local(via=top, python_path=slow_python(3)))
-    wait_for_new_processes(top.info['pid'], known)
+        lambda: router.local(via=top, python_path=slow_python(60)))
+    starting = wait_for_new_processes(top.info['pid'], known)
     pending = top.call_async(local_fns.sleep_then, 60, 'never')
     router.shutdown()
     thread.join(LOST_WITHIN)
@@ -228,6 +228,8 @@ def test_a_start_via_another_when_the_router_shuts_down_fails() -> None:
     assert isinstance(outcome.get('error'), plasmid.ConnectError), outcome
     assert 'shut down while it started' in str(outcome['error'])
     assert router.contexts == {}
+    # The intermediary killed the program it was starting as it left.
+    assert wait_gone(starting, LOST_WITHIN) == set()
 
 
 # ----------------------------------------------------- master exits
