@@ -40,6 +40,7 @@ import sysconfig
 import threading
 import tokenize
 import types
+import zipimport
 import zlib
 from typing import Optional, Sequence
 
@@ -141,6 +142,10 @@ class ModuleFinder:
             # As an empty package there (its submodules come as any do).
             return ModuleEntry(fullname, True, '',
                                os.path.join(namespace, '__init__.py'))
+        is_pkg = spec is not None and \
+            spec.submodule_search_locations is not None
+        if isinstance(spec and spec.loader, zipimport.zipimporter):
+            return self._from_archive(spec, is_pkg) or absent
         origin = self._source_path(spec)
         if origin is None or self._is_stdlib(os.path.realpath(origin)):
             return absent
@@ -151,8 +156,25 @@ class ModuleFinder:
         except (OSError, SyntaxError):
             return absent
         self.read_stamps[fullname] = stamp
-        is_pkg = spec.submodule_search_locations is not None
         return ModuleEntry(fullname, is_pkg, source, origin)
+
+    def _from_archive(self, spec, is_pkg: bool) -> Optional[ModuleEntry]:
+        """A module in a zip on sys.path (a zipapp, an egg): its source
+        read through zipimport and decoded as its coding cookie says
+        (zipimport's get_source takes UTF-8 only); None for one without
+        source (a .pyc only) or from the standard library's own zip.  No
+        read stamp: the master's bytecode is never taken for it."""
+        origin = spec.origin
+        if not origin or not origin.endswith('.py') or \
+                self._is_stdlib(origin):
+            return None
+        try:
+            source = importlib.util.decode_source(
+                spec.loader.get_data(origin))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            return None
+        return ModuleEntry(spec.name, is_pkg, without_coding_cookie(source),
+                           origin)
 
     @staticmethod
     def _source_path(spec) -> Optional[str]:

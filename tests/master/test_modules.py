@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import sysconfig
+import zipfile
 from typing import Iterator
 
 import pytest
@@ -19,6 +20,7 @@ if _CORE_TESTS not in sys.path:
 import import_fns  # noqa: E402
 from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
+from testbed.pythons import require_python  # noqa: E402
 from plasmid.master import bootstrap  # noqa: E402
 from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
 
@@ -270,3 +272,68 @@ def test_bootstrap_modules_are_never_sent() -> None:
     assert any(m.startswith('plasmid.connect') for m in to_a)
     assert not set(to_a) & core
     assert set(to_a.values()) == {1}
+
+
+# ------------------------------------------------------ zip archives
+
+ZIPPED = {
+    'zipped/__init__.py': """
+        from zipped.helper import twice
+        """,
+    'zipped/helper.py': """
+        def twice(x):
+            return x * 2
+        """,
+    'zipped/latin.py': """
+        # -*- coding: latin-1 -*-
+        WORD = 'caf\xe9'
+        """,
+}
+
+
+def zipped_tree(tmp_path) -> str:
+    """ZIPPED as a zip archive (as a zipapp or an egg holds modules)."""
+    root = str(tmp_path / 'unzipped')
+    import_fns.write_tree(root, ZIPPED)
+    latin = os.path.join(root, 'zipped', 'latin.py')
+    with open(latin, encoding='utf-8') as handle:
+        text = handle.read()
+    with open(latin, 'w', encoding='latin-1') as handle:
+        handle.write(text)
+    archive = str(tmp_path / 'lib.zip')
+    with zipfile.ZipFile(archive, 'w') as out:
+        for relpath in ZIPPED:
+            out.write(os.path.join(root, *relpath.split('/')), relpath)
+    with zipfile.ZipFile(archive, 'a') as out:  # compiled only: no source
+        out.writestr('zipped/nosource.pyc', b'not really bytecode')
+    return archive
+
+
+def test_finder_serves_modules_from_a_zip_on_the_path(
+        finder: ModuleFinder, tmp_path) -> None:
+    archive = zipped_tree(tmp_path)
+    with on_master_path(archive, 'zipped'):
+        entry = finder.find('zipped.helper')
+        assert entry.filename == os.path.join(archive, 'zipped', 'helper.py')
+        assert 'def twice' in entry.source and not entry.is_pkg
+        assert finder.find('zipped').is_pkg
+        assert "WORD = 'caf\xe9'" in finder.find('zipped.latin').source
+        assert finder.find('zipped.nosource').source is None
+        assert 'zipped' not in sys.modules  # found, not imported
+
+
+@pytest.mark.parametrize('version', [None, '2.7', '3.13'])
+def test_contexts_import_what_the_master_has_from_a_zip(
+        tmp_path, version: str | None) -> None:
+    """A zipapp's or an egg's modules were never served: the context
+    failed with ModuleNotFoundError."""
+    archive = zipped_tree(tmp_path)
+    with on_master_path(archive, 'zipped'), plasmid.Router() as router:
+        ctx = router.local(python_path=version and require_python(version))
+        assert ctx.call(import_fns.try_import, 'zipped') is None
+        assert ctx.call(import_fns.module_file, 'zipped.helper') == \
+            os.path.join(archive, 'zipped', 'helper.py')
+        assert ctx.call(import_fns.attribute, 'zipped.latin', 'WORD') == \
+            'caf\xe9'
+        assert 'No module named' in ctx.call(import_fns.try_import,
+                                             'zipped.nosource')
