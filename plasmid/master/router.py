@@ -20,8 +20,10 @@ import weakref
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from plasmid.connect import context_log, spawn, watchdog
+from plasmid.core import codec
 from plasmid.core.context import MAIN_ALIAS, Context, Future
-from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
+from plasmid.core.errors import (ConnectError, ContextLost, StreamError,
+                                  TimeoutError)
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
@@ -35,6 +37,9 @@ from plasmid.master.modules import ModuleResponder
 from plasmid.master.starts import StartsInFlight
 
 MASTER_ID = 0
+# Containers one argument may nest: the codec's limit less the call's own
+# two levels (the call tuple, then args or kwargs).
+ARGUMENT_DEPTH = codec.MAX_DEPTH - 2
 PythonPath = Union[str, Sequence[str], None]
 _live_routers: "weakref.WeakSet[Router]" = weakref.WeakSet()
 
@@ -277,6 +282,13 @@ class MasterContext(Context):
                 raise
             # The core's refusal is terse (its words cost bootstrap bytes).
             raise TypeError('cannot call %r: %s' % (func, why)) from None
+        except StreamError as exc:
+            if 'nested deeper' not in str(exc):
+                raise
+            # The codec counts the call's own tuples: say the arguments'.
+            raise StreamError(
+                'cannot send arguments nested more than %d containers deep'
+                % ARGUMENT_DEPTH) from None
 
     def _before_call(self, module: str) -> str:
         """The called function's module goes ahead of the call to the

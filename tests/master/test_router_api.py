@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 import plasmid
+from plasmid.master.router import ARGUMENT_DEPTH
 from testbed.pythons import require_python
 
 import local_fns
@@ -186,6 +187,26 @@ def test_unsupported_argument_type(ctx: plasmid.Context) -> None:
         with pytest.raises(plasmid.Error) as info:
             send(local_fns.record, object())
         assert 'builtins.object' in str(info.value)
+    assert ctx.call(local_fns.recorded) == []
+
+
+def nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_arguments_nested_too_deep_are_refused_with_their_own_limit(
+        ctx: plasmid.Context) -> None:
+    """The refusal named the codec's limit (100), which the call's own
+    tuples count in: arguments got 98 levels."""
+    deepest = nested(ARGUMENT_DEPTH)
+    assert ctx.call(local_fns.echo, deepest) == deepest
+    for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
+        with pytest.raises(plasmid.Error,
+                           match='more than %d containers' % ARGUMENT_DEPTH):
+            send(local_fns.record, nested(ARGUMENT_DEPTH + 1))
     assert ctx.call(local_fns.recorded) == []
 
 
