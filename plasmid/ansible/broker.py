@@ -293,7 +293,7 @@ class Broker:
             # Word for word, the stray brace included.
             warnings.append(
                 'Error deleting remote temporary files (rc: %s, stderr: %s})'
-                % (rc, stderr.decode('utf-8', 'replace')))
+                % (rc, _as_bytes(stderr).decode('utf-8', 'replace')))
 
     # ------------------------------------------------------ operations
 
@@ -591,11 +591,20 @@ def _joined(pieces: list) -> bytes | str:
         else piece for piece in pieces).decode('utf-8', 'surrogateescape')
 
 
+def _as_bytes(output: bytes | str) -> bytes:
+    """A shell command's output as bytes: a Python 2 context's ``str``
+    arrives as text, decoded with surrogateescape."""
+    if isinstance(output, str):
+        return output.encode('utf-8', 'surrogateescape')
+    return output
+
+
 def _made_in(answer: tuple, name: str) -> Optional[str]:
     """The folder a temp dir command made *name* in, from its answer
-    (``name=/folder/name``); None if it failed or said something else."""
+    (``name=/folder/name``); None if it failed or said something else.
+    A Python 2 login context answers in text (see :func:`_as_bytes`)."""
     rc, out, _ = answer
-    said = out.decode('utf-8', 'replace').strip()
+    said = _as_bytes(out).decode('utf-8', 'replace').strip()
     if rc != 0 or not said.startswith(name + '=/') or \
             not said.endswith('/' + name):
         return None

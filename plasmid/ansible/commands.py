@@ -47,16 +47,21 @@ def compile_patterns(patterns: tuple = ()) -> None:
 class Command:
     """A command line taken apart.  (Plain classes, not dataclasses, here
     and in payload.py: workers import these once per task.)"""
-    __slots__ = ('shell', 'text', 'become', 'env', 'interpreter')
+    __slots__ = ('shell', 'text', 'become', 'env', 'interpreter',
+                 'become_runs')
 
     def __init__(self, shell: str, text: str, become: bool,
                  env: Optional[dict] = None,
-                 interpreter: Optional[str] = None) -> None:
+                 interpreter: Optional[str] = None,
+                 become_runs: Optional[list] = None) -> None:
         self.shell = shell              # the shell ansible asked for
         self.text = text                # what runs, become wrapper removed
         self.become = become            # did the become wrapper surround it?
         self.env = env                  # for a bare interpreter only,
         self.interpreter = interpreter  # ... like ``LANG=C python3``
+        # The words the become program runs: ``[sh, '-c', 'echo <success>
+        # ; CMD']`` (sudo names them in SUDO_COMMAND).
+        self.become_runs = become_runs
 
     def __repr__(self) -> str:
         return 'Command(%r, become=%r, env=%r, interpreter=%r)' % (
@@ -71,27 +76,31 @@ def parse(cmd: str, success: Optional[str]) -> Optional[Command]:
         return None
     shell, inner = words[0], compiled(_SLEEP).sub('', words[2])
     become = False
+    become_runs = None
     if success:
-        inner = _unwrap_become(inner, success)
-        if inner is None:
+        unwrapped = _unwrap_become(inner, success)
+        if unwrapped is None:
             return None
+        inner, become_runs = unwrapped
         become = True
-    command = Command(shell=shell, text=inner, become=become)
+    command = Command(shell=shell, text=inner, become=become,
+                      become_runs=become_runs)
     env, interpreter = _bare_interpreter(inner)
     if interpreter is not None:
         command.env, command.interpreter = env, interpreter
     return command
 
 
-def _unwrap_become(text: str, success: str, depth: int = 0) -> Optional[str]:
-    """``<become> <sh> -c 'echo <success> ; CMD'`` -> CMD; su adds one
-    more level: ``su <user> -c '<sh> -c ...'``."""
+def _unwrap_become(text: str, success: str,
+                   depth: int = 0) -> Optional[tuple[str, list]]:
+    """``<become> <sh> -c 'echo <success> ; CMD'`` -> (CMD, the last
+    three words); su adds one more level: ``su <user> -c '<sh> -c ...'``."""
     words = _split(compiled(_SLEEP).sub('', text))
     if words is None or len(words) < 3 or words[-2] != '-c':
         return None
     echo = 'echo %s ; ' % success
     if words[-1].startswith(echo):
-        return compiled(_SLEEP).sub('', words[-1][len(echo):])
+        return compiled(_SLEEP).sub('', words[-1][len(echo):]), words[-3:]
     if depth == 0:
         return _unwrap_become(words[-1], success, 1)
     return None

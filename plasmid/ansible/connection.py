@@ -389,7 +389,8 @@ class Connection(ConnectionBase):
         if job is not None and job.interpreter == parsed.interpreter:
             try:
                 return self._run_module(
-                    spec, job, self._module_env(parsed, sudoable))
+                    spec, job, self._module_env(parsed, sudoable),
+                    _sudo_command(spec, parsed))
             except _RunFromScript:
                 pass  # the script below, in the same context
         text = parsed.text if parsed.shell == '/bin/sh' else \
@@ -417,11 +418,16 @@ class Connection(ConnectionBase):
         return dict({'TERM': term}, **(parsed.env or {}))
 
     def _run_module(self, spec: dict, job: payload.ModuleJob,
-                    env: dict) -> tuple:
+                    env: dict, sudo_command: Optional[list] = None) -> tuple:
         """Ask for the run by the payload's digest; send the zip itself
         only when the broker lacks it (once per run and module).  Raises
-        _RunFromScript for a module that must run from its script."""
+        _RunFromScript for a module that must run from its script.
+        *sudo_command*: the words vanilla's sudo would run, which the
+        module process names in SUDO_COMMAND
+        (``target._export_sudo_command``)."""
         to_target = job.to_target(env)
+        if sudo_command:
+            to_target['sudo_command'] = sudo_command
         try:
             return tuple(self._call('module', spec, job.interpreter,
                                     job.digest, None, to_target))
@@ -431,11 +437,12 @@ class Connection(ConnectionBase):
 
     def _housekeeping(self, spec: dict, text: str,
                       chore: commands.Housekeeping) -> tuple:
+        # A Python 2 login context's answer: as bytes, as ssh gives it.
         if chore.kind == 'home':
-            return tuple(self._call('home', spec, text))
+            return _output_as_bytes(self._call('home', spec, text))
         if chore.kind == 'mkdtemp':
-            return tuple(self._call('mkdtemp', spec, text, chore.base,
-                                    chore.name))
+            return _output_as_bytes(self._call('mkdtemp', spec, text,
+                                               chore.base, chore.name))
         return tuple(self._call(chore.kind, spec, text))  # cleanup, later
 
     def _terminal(self, in_data: Optional[bytes],
@@ -646,6 +653,50 @@ def _become_flags(method: str, flags: Optional[str]) -> list[str]:
         return _sudo_flags(flags)
     words = shlex.split(flags or '')
     return [w for w in words if w != '-n'] if method == 'doas' else words
+
+
+def _sudo_command(spec: dict, parsed: commands.Command) -> Optional[list]:
+    """The words vanilla's sudo runs for *parsed* (``/bin/sh``, ``-c``,
+    ``echo <marker> ; <interpreter>``), which sudo names in SUDO_COMMAND;
+    our interpreter, started once for many tasks, was another command.
+    None but under sudo, and where become_flags have sudo run the command
+    through a shell (-s, -i): sudo then names the shell and the words
+    escaped, for vanilla's command and for ours alike."""
+    become = spec['become']
+    if not become or become['method'] != 'sudo' or \
+            _sudo_runs_a_shell(become['flags']):
+        return None
+    return parsed.become_runs
+
+
+# sudo's short options that take a value (the rest of their word, else
+# the next word); -h takes one only in its word.
+_SUDO_VALUED = 'aCcDgpRrTtUu'
+
+
+def _sudo_runs_a_shell(flags: list[str]) -> bool:
+    """Whether sudo's *flags* have it run its command through a shell:
+    -s or -i, alone or among other letters, or their long names (which
+    sudo, as getopt_long, also takes shortened)."""
+    words = iter(flags)
+    for word in words:
+        if word == '--':
+            break
+        if word.startswith('--'):
+            if len(word) >= 4 and ('--shell'.startswith(word) or
+                                   '--login'.startswith(word)):
+                return True
+            continue
+        if not word.startswith('-'):
+            continue
+        for at, letter in enumerate(word[1:], 1):
+            if letter in 'is':
+                return True
+            if letter in _SUDO_VALUED or letter == 'h':
+                if letter != 'h' and at == len(word) - 1:
+                    next(words, None)  # its value
+                break
+    return False
 
 
 def _sudo_flags(flags: Optional[str]) -> list[str]:

@@ -308,6 +308,7 @@ def _module_main(modules, job, stale):
     sys.meta_path[:] = _payload_finders(modules)
     _files_from_readers_on_3_9()
     _export_pwd()
+    _export_sudo_command(job.get('sudo_command'))
     os.environ.update(job.get('env') or {})
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
@@ -384,6 +385,46 @@ def _export_pwd():
         os.environ['PWD'] = os.getcwd()
     except OSError:  # a directory we cannot name: sh sets none either
         pass
+
+
+# sudo names at most this much of its command's arguments in SUDO_COMMAND
+# (bytes; sudo's env.c, 1.9).
+_SUDO_ARGS_KEPT = 4096
+
+
+def _export_sudo_command(words):
+    """In the module process: SUDO_COMMAND as sudo sets it for vanilla's
+    command, *words* (``/bin/sh``, ``-c``, ``echo <marker> ; <interpreter>``:
+    the task's own marker), instead of the command that started this
+    context.  sudo names the program as it found it (a name without a
+    slash looked up in PATH, the one sudo gave us) and its arguments
+    joined by spaces, cut at 4096 bytes.  Nothing changes where sudo set
+    none (*words* come under sudo become only) or where the program is not
+    on PATH.  The task's environment, applied after, may set it, as its
+    variables follow sudo in vanilla's command."""
+    if not words or 'SUDO_COMMAND' not in os.environ:
+        return
+    program = words[0]
+    if '/' not in program:
+        program = _on_path(program)
+        if program is None:
+            return
+    args = ' '.join(words[1:])
+    if hasattr(os, 'fsencode'):  # the cut counts bytes, as sudo's does
+        args = os.fsdecode(os.fsencode(args)[:_SUDO_ARGS_KEPT])
+    else:
+        args = args[:_SUDO_ARGS_KEPT]
+    os.environ['SUDO_COMMAND'] = '%s %s' % (program, args)
+
+
+def _on_path(name):
+    """The first executable *name* in PATH's absolute folders, or None."""
+    for folder in os.environ.get('PATH', '').split(os.pathsep):
+        path = os.path.join(folder, name)
+        if folder.startswith('/') and os.path.isfile(path) and \
+                os.access(path, os.X_OK):
+            return path
+    return None
 
 
 def _names_cwd(path):

@@ -2,8 +2,12 @@
 and under sudo and su, is vanilla's: PWD (which sudo drops and the shell
 vanilla puts before each interpreter sets again), TERM where vanilla has
 a terminal (su, which it does not pipeline), SSH_TTY for a command on a
-terminal, and HOME, USER, LOGNAME, SHELL, PATH, MAIL, SHLVL, SUDO_*."""
+terminal, and HOME, USER, LOGNAME, SHELL, PATH, MAIL, SHLVL, SUDO_*
+(SUDO_COMMAND names the command vanilla's sudo runs for the task, its own
+random marker in it)."""
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -24,6 +28,9 @@ AnsibleModule(argument_spec={}).exit_json(env=dict(os.environ))
 WAYS = {
     'plain': '',
     'sudo': '      become: true\n',
+    # The task's variables follow the marker in vanilla's sudo command.
+    'sudo with environment': ('      become: true\n'
+                              '      environment: {GREETING: hello there}\n'),
     'su': ('      become: true\n      become_method: su\n'
            '      become_user: %s\n'
            '      vars: {ansible_become_password: %s}\n'
@@ -32,11 +39,14 @@ WAYS = {
 KINDS = {'command': 'command: env', 'raw': 'raw: env', 'module': 'env_dump:'}
 
 # What differs for reasons neither side controls: the client's port (one
-# ssh session per task under vanilla), sudo's record of the command it
-# ran (vanilla's holds a random marker), ``_`` (set by the become user's
+# ssh session per task under vanilla), ``_`` (set by the become user's
 # login shell, bash, for the /bin/sh vanilla's su runs).  SSH_TTY names a
-# terminal: compared where both have one (raw), by presence.
+# terminal: compared where both have one (raw), by presence.  SUDO_COMMAND
+# (sudo's record of the command it ran) holds a random marker: compared
+# without it, but for raw, where vanilla's ssh plugin takes the line that
+# shows the marker for sudo's own and drops it from the output.
 UNCOMPARED = {'SSH_CLIENT', 'SSH_CONNECTION', 'SUDO_COMMAND', '_', 'SSH_TTY'}
+MARKER = re.compile(r'BECOME-SUCCESS-[a-z]+')
 TERM = 'vt220'  # not the test runner's own
 
 
@@ -83,7 +93,22 @@ def test_the_environment_under_become_is_vanillas(
             {k: v for k, v in theirs.items() if k not in UNCOMPARED}, task
         if task.endswith(' raw'):
             assert ('SSH_TTY' in mine) == ('SSH_TTY' in theirs), task
+        else:
+            assert _without_marker(mine) == _without_marker(theirs), task
     # What the comparison covers, as vanilla has it.
     assert vanilla['sudo module']['PWD'] == vanilla['plain module']['PWD']
     assert vanilla['su module']['TERM'] == TERM
     assert 'SSH_TTY' in vanilla['plain raw']
+    assert vanilla['sudo module']['SUDO_COMMAND'].startswith(
+        '/bin/sh -c echo BECOME-SUCCESS-')
+    assert vanilla['sudo with environment module']['SUDO_COMMAND'] \
+        .endswith(" ; GREETING='hello there' /usr/bin/python3")
+    # Ours names each task's own command, marker and all.
+    assert ours['sudo module']['SUDO_COMMAND'] != \
+        ours['sudo command']['SUDO_COMMAND']
+
+
+def _without_marker(env: dict):
+    """SUDO_COMMAND without its random part (None where unset)."""
+    said = env.get('SUDO_COMMAND')
+    return said if said is None else MARKER.sub('BECOME-SUCCESS-*', said)

@@ -1,15 +1,17 @@
 """What a play says about become beyond the method reaches the hosted
 interpreter as it reaches vanilla's command: sudo's become_flags decide
-HOME, and su with no password to type fails as vanilla's does."""
+HOME (and whether sudo runs a shell, which names SUDO_COMMAND otherwise),
+and su with no password to type fails as vanilla's does."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 
 import pytest
 
-from runner import inventory, run_playbook
+from runner import inventory, run_playbook, run_probe
 from parity import assert_same
 from testbed.accounts import USER_B
 
@@ -208,3 +210,29 @@ def test_a_prompt_nobody_can_answer_fails_as_under_vanilla(
         shutil.rmtree(folder)
     assert_same(vanilla, ours)
     assert ours.stats.get('shell_as_given', 0) == 1, ours.stats
+
+
+SUDO_RUNS_A_SHELL = """
+import json, shlex, sys
+from plasmid.ansible.connection import _sudo_runs_a_shell
+print(json.dumps([_sudo_runs_a_shell(shlex.split(flags))
+                  for flags in json.loads(sys.argv[1])]))
+"""
+FLAGS_AND_SHELLS = {
+    '-H -S -n': False, '': False, '-E': False, '-i': True, '-s': True,
+    '-Hi': True, '-H -s -E': True, '--login': True, '--shell': True,
+    '--sh': True, '--lo': True, '--list': False, '--set-home': False,
+    # letters after an option that takes a value are the value
+    '-uis': False, '-u is': False, '-p is -H': False, '-C 5 -i': True,
+    '-- -i': False, '-h': False, '-hsomehost': False,
+}
+
+
+def test_sudo_flags_that_run_a_shell_are_told_apart(ansible_bin):
+    """Under -s or -i sudo runs the command through a shell and names
+    that in SUDO_COMMAND: the module process then keeps the value sudo
+    gave its interpreter rather than one in a form sudo would not give."""
+    flags = list(FLAGS_AND_SHELLS)
+    said = json.loads(run_probe(ansible_bin, SUDO_RUNS_A_SHELL,
+                                json.dumps(flags)))
+    assert dict(zip(flags, said)) == FLAGS_AND_SHELLS

@@ -284,6 +284,56 @@ def test_a_python_too_old_for_ansible_core_reads_as_vanillas_failure(
             key  # our code's path, and where a zip's files seem to be
 
 
+
+PYTHON_2_LOGIN = """
+- hosts: targets
+  gather_facts: false
+  vars: {ansible_python_interpreter: %s}
+  tasks:
+    - name: a module, whose Python 2 context becomes the login's
+      ping: {}
+      ignore_errors: true
+    - name: a script needs the login's first temp dir
+      script: hello.sh
+    - name: a script as root leaves what the login cannot remove
+      script: leave_a_root_dir.sh
+      become: true
+    - name: the next task
+      script: hello.sh
+    - name: clean up as root
+      raw: rm -rf ~{{ ansible_user }}/.ansible/tmp/ansible-tmp-*
+      become: true
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_python_2_login_makes_and_removes_temp_dirs_as_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Where the login's context runs Python 2 (the interpreter of the
+    host's first module task: a host whose only Python is 2.7), its shell
+    commands answer in Python 2's ``str``, which arrives as text: the
+    login's first temp dir is read from that answer, and a temp dir that
+    cannot be removed is warned of in its words, as under vanilla,
+    instead of failing the task (or the next) with our own error."""
+    from testbed.pythons import require_python
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
+    (tmp_path / 'leave_a_root_dir.sh').write_text(
+        '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
+        'mkdir "$kept" && touch "$kept/file" && echo made\n')
+    book = PYTHON_2_LOGIN % require_python('2.7')
+    vanilla, ours = run_both(ansible_bin, tmp_path, book,
+                             inventory(sshd, ansible_account))
+    assert vanilla.rc == 0, vanilla.output
+    for task in ('a script needs the login\'s first temp dir',
+                 'the next task'):
+        assert 'script says hi' in \
+            ours.by_task()['t1', task]['result']['stdout'], ours.output
+    warning = re.compile(r'Error deleting remote temporary files'
+                         r'\s+\(rc: 1, stderr: \}\)')
+    assert len(warning.findall(vanilla.output)) == 1, vanilla.output
+    assert len(warning.findall(ours.output)) == 1, ours.output
+    assert ours.stats['cleanups_failed'] == 1, ours.stats
+
 MISSING_INTERPRETER = """
 - hosts: targets
   gather_facts: false

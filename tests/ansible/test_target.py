@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import signal
 import time
 import zlib
@@ -378,3 +379,32 @@ def test_a_path_that_is_not_ascii_is_written_and_read(version, tmp_path):
     with open(path, 'rb') as written:
         assert written.read() == b'data'
 
+
+
+def test_sudo_command_is_named_as_sudo_names_it(monkeypatch, tmp_path):
+    """The module process names vanilla's sudo command in SUDO_COMMAND as
+    sudo would: a program without a slash as found in PATH, the arguments
+    cut at 4096 bytes (a character that straddles the cut is cut too);
+    where sudo set none, or the program is not found, nothing changes."""
+    export = target._export_sudo_command
+    monkeypatch.delenv('SUDO_COMMAND', raising=False)
+    export(['/bin/sh', '-c', 'echo BECOME-SUCCESS-x ; /usr/bin/python3'])
+    assert 'SUDO_COMMAND' not in os.environ  # not under sudo
+    monkeypatch.setenv('SUDO_COMMAND', '/usr/bin/python3 -c ours')
+    export(['/bin/sh', '-c', 'echo BECOME-SUCCESS-x ; /usr/bin/python3'])
+    assert os.environ['SUDO_COMMAND'] == \
+        '/bin/sh -c echo BECOME-SUCCESS-x ; /usr/bin/python3'
+    shell = tmp_path / 'bin' / 'ash'
+    shell.parent.mkdir()
+    shell.write_text('#!/bin/sh\n')
+    shell.chmod(0o755)
+    monkeypatch.setenv('PATH', 'relative:%s:/bin' % shell.parent)
+    export(['ash', '-c', 'true'])
+    assert os.environ['SUDO_COMMAND'] == '%s -c true' % shell
+    export(['plasmid-no-such-shell', '-c', 'false'])
+    assert os.environ['SUDO_COMMAND'] == '%s -c true' % shell
+    # 8 + 4087 bytes, then é (2 bytes): the cut at 4096 falls inside it
+    long = 'echo ' + 'a' * 4087 + '\xe9\xe9'
+    export(['/bin/sh', '-c', long])
+    assert os.fsencode(os.environ['SUDO_COMMAND']) == \
+        b'/bin/sh ' + os.fsencode('-c ' + long)[:4096]
