@@ -170,8 +170,3 @@ def fork_sleeper(seconds):
 def exit_now(status):
     os._exit(status)
 
-
-def fork_and_return():
-    """Fork, and return from the call in both processes (a mistake: the
-    fork should os._exit): the parent's pid of the fork, the fork's 0."""
-    return os.fork()

@@ -90,17 +90,6 @@ def test_a_context_that_dies_while_its_fork_lives_is_lost_at_once(
         os.kill(fork, signal.SIGKILL)
 
 
-def test_a_fork_that_returns_from_a_call_leaves(
-        router: plasmid.Router) -> None:
-    """A fork that does not os._exit finds no link: it leaves, instead of
-    answering its parent's call and waiting for more."""
-    ctx = router.local()
-    forks = [ctx.call(local_fns.fork_and_return) for _ in range(3)]
-    assert all(pid > 0 for pid in forks), forks  # the parent's answers
-    assert wait_gone(forks, LOST_WITHIN) == set()
-    assert ctx.call(local_fns.getpid) == ctx.info['pid']
-
-
 def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     top = router.local(name='top')
     middle = router.local(name='middle', via=top)
