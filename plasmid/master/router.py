@@ -387,7 +387,6 @@ class Router:
         self.streams: list = []       # links to our direct children
         self.ids = itertools.count(1)
         self.shutdown_timeout = shutdown_timeout
-        self.closed = False
         self.stopping = False
         self.lock = threading.Lock()
         self.starts = StartsInFlight(self.lock)
@@ -396,6 +395,11 @@ class Router:
         else:
             interrupts.guard(self.loop)
         _live_routers.add(self)
+
+    @property
+    def closed(self) -> bool:
+        """Shut down (or shutting down): it starts nothing more."""
+        return self.starts.closed
 
     def __enter__(self) -> "Router":
         return self
@@ -857,7 +861,6 @@ class Router:
         """Stop every context, wait for them, and free every resource."""
         if self.closed:
             return
-        self.closed = True
         timeout = self.shutdown_timeout if timeout is None else timeout
         deadline = time.time() + timeout
         for proc in self.starts.close():

@@ -17,6 +17,7 @@ import pytest
 from parity import STRATEGY, assert_same, lost_the_pipe_race, run_both
 from runner import inventory, prepare_playbook, run_playbook, wait_for_stats
 from testbed.procs import interruptible, pgrep
+from testbed.pythons import require_python
 
 
 CRASH_MODULE = '''#!/usr/bin/python
@@ -155,23 +156,37 @@ UNREMOVABLE_TEMP_DIR = """
 """
 
 
+def write_root_dir_leaver(tmp_path) -> None:
+    """leave_a_root_dir.sh: run as root in its temp dir, it leaves there
+    a directory the login cannot remove."""
+    (tmp_path / 'leave_a_root_dir.sh').write_text(
+        '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
+        'mkdir "$kept" && touch "$kept/file" && echo made\n')
+
+
+CLEANUP_WARNING = re.compile(r'Error deleting remote temporary files'
+                             r'\s+\(rc: 1, stderr: \}\)')
+
+
+def assert_one_cleanup_warning(vanilla, ours) -> None:
+    """Each run warned once, in vanilla's words, of a temp dir it could
+    not remove; ours counted it."""
+    assert len(CLEANUP_WARNING.findall(vanilla.output)) == 1, vanilla.output
+    assert len(CLEANUP_WARNING.findall(ours.output)) == 1, ours.output
+    assert ours.stats['cleanups_failed'] == 1, ours.stats
+
+
 @pytest.mark.edge_releases
 def test_a_temp_dir_that_cannot_be_removed_fails_no_task(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla warns when a task's temp dir cannot be removed; removing it
     is sent ahead here, and its failure must not fail the next task.  The
     warning comes with the next task's call, in vanilla's words."""
-    (tmp_path / 'leave_a_root_dir.sh').write_text(
-        '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
-        'mkdir "$kept" && touch "$kept/file" && echo made\n')
+    write_root_dir_leaver(tmp_path)
     vanilla, ours = run_both(ansible_bin, tmp_path, UNREMOVABLE_TEMP_DIR,
                              inventory(sshd, ansible_account))
     assert vanilla.rc == 0, vanilla.output
-    warning = re.compile(r'Error deleting remote temporary files'
-                         r'\s+\(rc: 1, stderr: \}\)')
-    assert len(warning.findall(vanilla.output)) == 1, vanilla.output
-    assert len(warning.findall(ours.output)) == 1, ours.output
-    assert ours.stats['cleanups_failed'] == 1, ours.stats
+    assert_one_cleanup_warning(vanilla, ours)
 
 
 UNUSABLE_REMOTE_TMP = """
@@ -226,7 +241,6 @@ def test_a_python_too_old_for_the_module_fails_it_as_in_vanilla(
     """ansible-core's modules do not compile on Python 3.6: the module
     fails as vanilla's does (no JSON), and not the next task, which
     the zip's arrival was sent ahead of."""
-    from testbed.pythons import require_python
     book = TOO_OLD_INTERPRETER % require_python('3.6')
     vanilla, ours = run_both(ansible_bin, tmp_path, book,
                              inventory(sshd, ansible_account))
@@ -267,7 +281,6 @@ def test_a_python_too_old_for_ansible_core_reads_as_vanillas_failure(
     interpreter's own words about the AnsiballZ script (module_stderr,
     which parity leaves uncompared), not a traceback through plasmid's
     code, and ``raw`` with become runs as under vanilla."""
-    from testbed.pythons import require_python
     book = TOO_OLD_EVERYWHERE % require_python(version)
     vanilla, ours = run_both(ansible_bin, tmp_path, book,
                              inventory(sshd, ansible_account))
@@ -315,11 +328,8 @@ def test_a_python_2_login_makes_and_removes_temp_dirs_as_vanilla(
     login's first temp dir is read from that answer, and a temp dir that
     cannot be removed is warned of in its words, as under vanilla,
     instead of failing the task (or the next) with our own error."""
-    from testbed.pythons import require_python
     (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho "script says hi"\n')
-    (tmp_path / 'leave_a_root_dir.sh').write_text(
-        '#!/bin/sh\nkept="$(dirname "$0")/kept"\n'
-        'mkdir "$kept" && touch "$kept/file" && echo made\n')
+    write_root_dir_leaver(tmp_path)
     book = PYTHON_2_LOGIN % require_python('2.7')
     vanilla, ours = run_both(ansible_bin, tmp_path, book,
                              inventory(sshd, ansible_account))
@@ -328,11 +338,8 @@ def test_a_python_2_login_makes_and_removes_temp_dirs_as_vanilla(
                  'the next task'):
         assert 'script says hi' in \
             ours.by_task()['t1', task]['result']['stdout'], ours.output
-    warning = re.compile(r'Error deleting remote temporary files'
-                         r'\s+\(rc: 1, stderr: \}\)')
-    assert len(warning.findall(vanilla.output)) == 1, vanilla.output
-    assert len(warning.findall(ours.output)) == 1, ours.output
-    assert ours.stats['cleanups_failed'] == 1, ours.stats
+    assert_one_cleanup_warning(vanilla, ours)
+
 
 MISSING_INTERPRETER = """
 - hosts: targets
