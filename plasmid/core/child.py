@@ -86,8 +86,7 @@ class ChildContext(object):
         self.router.add_handler(SHUTDOWN, self._on_shutdown, FROM_PARENT)
         self.contexts = {}
         self.dispatcher = Dispatcher(self.router, self.context_for)
-        self.importer = Importer(self.router,
-                                 self.config.get('master_version', '?'))
+        self.importer = Importer(self.router, self.config['master_version'])
         self.stopping = False
         self.children = []  # streams of processes this context started
 

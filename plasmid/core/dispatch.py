@@ -8,6 +8,7 @@ stuck, the call is, and quick calls never wake it for longer than a check.
 """
 from __future__ import absolute_import
 import collections
+import os
 import sys
 import threading
 import time
@@ -93,6 +94,7 @@ class Dispatcher(object):
     def run(self):
         """Run calls until :meth:`stop`; call from the main thread."""
         self.thread = threading.current_thread()
+        self.pid = os.getpid()
         _running[:] = [self]
         self.standby.start()
         while True:
@@ -137,6 +139,8 @@ class Dispatcher(object):
             outcome = (False, CallError('ProtocolError', str(exc)))
         except BaseException as exc:  # the caller gets every failure
             outcome = (False, error_for(exc))
+        if os.getpid() - self.pid:  # a fork the call made returned: it has
+            os._exit(not outcome[0])  # no link (child.py) nor other threads
         if not msg.reply_to:
             if not outcome[0]:
                 LOG.error('call_no_reply failed: %s', outcome[1])
@@ -188,8 +192,8 @@ class Standby(object):
         if self.parked:
             try:
                 self.signal.release()
-            except (RuntimeError, threading.ThreadError):
-                pass  # already signalled
+            except Exception:  # already signalled (its class: 2.7 != 3)
+                pass
 
     def _main(self):
         dispatcher = self.dispatcher

@@ -170,3 +170,29 @@ def fork_sleeper(seconds):
 def exit_now(status):
     os._exit(status)
 
+
+
+def fork_and_return(pause, fail):
+    """Sleep *pause* seconds (long enough, the standby thread has taken
+    the loop), fork, and in both processes return the fork's pid (0 in
+    the fork), or raise if *fail*: a mistake, as the fork should
+    os._exit(), but one that must not leave the fork behind."""
+    time.sleep(pause)
+    pid = os.fork()
+    if fail and pid == 0:
+        raise ValueError('the fork failed')
+    return pid
+
+
+def exit_status(pid, timeout):
+    """Reap child *pid* within *timeout* seconds: its exit status, or None
+    if it is still running."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None

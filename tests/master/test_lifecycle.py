@@ -90,6 +90,25 @@ def test_a_context_that_dies_while_its_fork_lives_is_lost_at_once(
         os.kill(fork, signal.SIGKILL)
 
 
+@pytest.mark.parametrize('version', [None, '2.7', '3.13'])
+def test_a_fork_that_returns_from_a_call_exits(
+        router: plasmid.Router, version: str | None) -> None:
+    """A fork that returns (or raises) instead of os._exit() leaves with
+    status 0 (1), whoever ran the loop at the fork: it waited for ever on
+    a loop owned by a thread the fork does not have (after a pause, the
+    standby's), or, without a fork hook (2.7), answered and read on its
+    parent's link."""
+    python = version and require_python(version)
+    ctx = router.local(python_path=python)
+    for pause in (0, 0.3):
+        for fail, status in ((False, 0), (True, 1)):
+            fork = ctx.call(local_fns.fork_and_return, pause, fail)
+            assert fork > 0  # the context's own answer
+            assert ctx.call(local_fns.exit_status, fork, LOST_WITHIN) == \
+                status, (pause, fail)
+    assert ctx.call(local_fns.getpid) == ctx.info['pid']
+
+
 def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     top = router.local(name='top')
     middle = router.local(name='middle', via=top)
