@@ -22,9 +22,10 @@ from typing import Any, Optional
 
 from plasmid.connect import spawn
 from plasmid.core.context import Future
-from plasmid.core.errors import ConnectError, ContextLost, TimeoutError
+from plasmid.core.errors import (CallError, ConnectError, ContextLost,
+                                 TimeoutError)
 from plasmid.core.loop import Latch
-from plasmid.master import futures
+from plasmid.master import call_errors, futures
 
 # Beyond connect_timeout, how long a reader of the info waits for the
 # boot's timer to have fired (it fires on the loop, which may be busy).
@@ -94,7 +95,8 @@ class Boot:
 class BootingFuture(Future):
     """A call's future on a context started by this master: if the context
     is lost because its boot failed, the call raises that ConnectError,
-    not the ContextLost that a context lost later gives."""
+    not the ContextLost that a context lost later gives; a CallError the
+    user's script raised at its top level says so (call_errors)."""
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """As the core's, with *timeout* checked (see futures.py)."""
@@ -109,3 +111,10 @@ class BootingFuture(Future):
             if boot is None or boot.error is None:
                 raise
             raise boot.error from None
+        except CallError as error:
+            if type(error) is not CallError:
+                raise
+            explained = call_errors.explained(error)
+            if explained is error:
+                raise
+            raise explained from None

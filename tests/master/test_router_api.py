@@ -319,6 +319,49 @@ def test_a_function_of_a_main_without_source_fails_at_once(tmp_path) -> None:
     assert second == '3'
 
 
+MAIN_SCRIPT = """import sys
+import plasmid
+def here():
+    raise ValueError('from the function')
+%s
+    router = plasmid.Router()
+    ctx = router.local(python_path=sys.argv[1] or None)
+    try:
+        ctx.call(here)
+    except plasmid.CallError as exc:
+        print(exc.type_name)
+        print(exc.message)
+    router.shutdown()
+"""
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+@pytest.mark.parametrize('guarded', [False, True])
+def test_a_scripts_top_level_run_in_the_context_is_named_as_the_cause(
+        tmp_path, version: str | None, guarded: bool) -> None:
+    """A script without an ``if __name__ == '__main__':`` guard runs its
+    top level again in the context that imports it for its function: the
+    error named something else (no attribute 'Router'); it now says
+    where it came from and what to do.  An error of the function itself is
+    left as it was."""
+    python = version and require_python(version)
+    guard = "if __name__ == '__main__':" if guarded else 'if True:'
+    script = tmp_path / 'unguarded.py'
+    script.write_text(MAIN_SCRIPT % guard)
+    done = subprocess.run([sys.executable, str(script), python or ''],
+                          capture_output=True, text=True, timeout=60,
+                          cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    type_name, message = done.stdout.splitlines()
+    if guarded:
+        assert (type_name, message) == ('ValueError', 'from the function')
+        return
+    assert type_name == 'AttributeError'
+    assert "has no attribute 'Router' (raised by the top level" in message
+    assert 'top level of your script (%s, line 6)' % script in message
+    assert "if __name__ == '__main__':" in message
+
+
 @pytest.mark.parametrize('option, value', [
     ('connect_timeout', 0), ('connect_timeout', -1),
     ('connect_timeout', '5'), ('connect_timeout', float('nan')),
