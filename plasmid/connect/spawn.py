@@ -163,6 +163,16 @@ def start_failed(name, reason, said, ended):
     return ConnectError('%s: %s' % (name, reason), said, ended)
 
 
+def ended_how(status):
+    """' with status N', ' (killed by signal N)', or '' (*status* None:
+    not known yet), as Popen's returncode says it."""
+    if status is None:
+        return ''
+    if status < 0:
+        return ' (killed by signal %d)' % -status
+    return ' with status %d' % status
+
+
 def password_refused(error):
     """Whether *error* (a ConnectError) says the program asked again for
     the password it was given."""
@@ -259,7 +269,7 @@ class Handshake(object):
                                  b'not found' in self.stderr or
                                  b'No such file' in self.stderr)):
             return NO_PYTHON + repr(self.spec.get('python_path'))
-        return 'the process exited during start-up'
+        return 'the process exited during start-up' + ended_how(status)
 
     def _stderr_said(self):
         """stderr, minus our own prompt marker and bootstrap command."""

@@ -234,12 +234,19 @@ def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
             router.local(python_path=[
                 sys.executable, '-c',
                 'import sys; sys.stderr.write("going away\\n"); sys.exit(3)'])
+        with pytest.raises(plasmid.ConnectError) as killed:
+            router.local(python_path=[
+                sys.executable, '-c', 'import os; os.kill(os.getpid(), 9)'])
         with pytest.raises(plasmid.ConnectError) as closed:
             router.local(**FAILURES['closes its output'])
+    assert str(killed.value).endswith(
+        'the process exited during start-up (killed by signal 9)'), \
+        killed.value
     assert exited.value.ended is True
     assert exited.value.output == 'going away\n'
     assert str(exited.value).endswith(
-        'the process exited during start-up: going away'), exited.value
+        'the process exited during start-up with status 3: going away'), \
+        exited.value
     assert closed.value.ended is False
     assert str(closed.value).endswith(
         'the process closed its output during start-up'), closed.value
