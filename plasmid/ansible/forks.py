@@ -49,7 +49,7 @@ import struct
 import sys
 
 from plasmid.ansible import baseline
-from plasmid.core import dispatch
+from plasmid.core import child as context_process, dispatch
 from plasmid.core.waiting import wait_for
 
 LOG = logging.getLogger('plasmid.ansible.forks')
@@ -474,6 +474,7 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     status = 1
     try:
         _set_stage(out_w, err_w)
+        _let_go_of_links()
         status = _run_main(lambda: main(names_w))
         _report_end(names_w, before, status)
     finally:
@@ -524,6 +525,23 @@ def _set_stage(out_w, err_w):  # pragma: no cover - in the child
     root.setLevel(logging.WARNING)
     _clear_exit_handlers()
     sys.excepthook = sys.__excepthook__
+
+
+def _let_go_of_links():  # pragma: no cover - in the child
+    """/dev/null over the context's links to its parent and to the
+    children it started: a module process that held them while it ran hid
+    the context's death from its parent and from those children until the
+    module ended (the core's fork hook releases the parent's link alone,
+    and only on Python 3.7+).  Read-write, as the link was."""
+    here = context_process.current
+    if here is None:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    for stream in [here.parent] + here.children:
+        if not stream.closed:  # a closed one's fd numbers may be reused
+            for fd in set((stream.rfd, stream.wfd)):
+                os.dup2(null, fd)
+    os.close(null)
 
 
 def _report_end(names_w, before, status):  # pragma: no cover - in the child

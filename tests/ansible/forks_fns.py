@@ -130,3 +130,16 @@ def staying_invalidate():
 
 def staying_warmed():
     STAYING.warmed()
+
+
+def _sleep(seconds):
+    import time
+    time.sleep(seconds)
+
+
+SLEEPER = forks.Forker(_sleep)
+
+
+def run_sleeping(seconds):
+    """Work that lasts *seconds* in a module process: its exit status."""
+    return SLEEPER.run(seconds)[0]

@@ -95,6 +95,42 @@ def test_the_spare_ends_with_its_context(version):
         assert procs.wait_gone([spare], timeout=5.0) == set()
 
 
+def new_child(parent: int, known: set[int]) -> int:
+    """The pid of a live child of *parent* not in *known*, once one runs."""
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        new = {p for p in procs.descendants([parent])
+               if p not in known and procs.alive(p)}
+        if new:
+            return new.pop()
+        time.sleep(0.02)
+    raise AssertionError('no new child of %d' % parent)
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_context_that_dies_while_a_module_runs_is_lost_at_once(version):
+    """A module process lets go of its context's links: it held them while
+    it ran, so the master learned of the context's death only when the
+    module ended (on Python 2.7, which has no fork hook), and the children
+    the context had started outlived it as long (on every version)."""
+    with plasmid.Router() as router:
+        python = require_python(version)
+        upper = router.local(name='upper', python_path=python)
+        lower = router.local(name='lower', python_path=python, via=upper)
+        upper_pid, lower_pid = upper.call(os.getpid), lower.call(os.getpid)
+        upper.call(forks_fns.counts)  # imported: nobody serves it below
+        running = upper.call_async(forks_fns.run_sleeping, 120)
+        module = new_child(upper_pid, {lower_pid})
+        try:
+            os.kill(upper_pid, signal.SIGKILL)
+            with pytest.raises(plasmid.ContextLost):
+                running.result(timeout=5.0)
+            assert procs.wait_gone([lower_pid], timeout=5.0) == set()
+            assert procs.alive(module)  # lost while the module still runs
+        finally:
+            os.kill(module, signal.SIGKILL)
+
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_finished_module_process_is_reaped_once_its_answer_is_out(version):
     """No exited module process lingers as a zombie under an idle context:
