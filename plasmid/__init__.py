@@ -10,7 +10,8 @@ file is the master's; a context boots with a package of its own,
 plasmid.master.bootstrap's CHILD_PACKAGE.)
 """
 __all__ = ['Router', 'Context', 'Future', 'as_completed', 'Error',
-           'CallError', 'ConnectError', 'ContextLost', 'TimeoutError']
+           'CallError', 'ConnectError', 'ContextLost', 'TimeoutError',
+           'put_file', 'fetch_file']
 __version__ = '0.1.0'
 
 _LAZY = {
@@ -23,6 +24,8 @@ _LAZY = {
     'Context': 'plasmid.core.context',
     'Future': 'plasmid.core.context',
     'as_completed': 'plasmid.master.futures',
+    'put_file': 'plasmid.files.transfer',
+    'fetch_file': 'plasmid.files.transfer',
 }
 
 

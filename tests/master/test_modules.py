@@ -46,6 +46,7 @@ def finder() -> ModuleFinder:
     '_json', 'math',            # stdlib extensions (lib-dynload)
     'sys', 'builtins', '_imp',  # built into the interpreter
     'plasmid.master', 'plasmid.master.modules', 'plasmid.cli',  # master only
+    'plasmid.files.transfer',
     # the accelerator's controller side, all but its payload
     'plasmid.ansible.broker', 'plasmid.ansible.pool', 'plasmid.ansible.zips',
     'plasmid.ansible.hangup', 'plasmid.ansible.threadworker',

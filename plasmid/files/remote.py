@@ -1,0 +1,128 @@
+"""The target's half of plasmid.files: chunks written to a temporary file
+beside the destination and renamed over it once complete, and chunks read.
+
+Shipped into contexts on first use, so stdlib-only and Python 2.7-
+compatible.  Calls to one context run in the order they were sent, so the
+master sends a file's chunks ahead without waiting for each answer.
+"""
+from __future__ import absolute_import
+import os
+import sys
+
+# Temporary files a chunk failed to reach: never committed.
+_BROKEN = set()
+_UTF8_PATHS = sys.version_info[0] > 2 and sys.getfilesystemencoding(
+).lower().replace('-', '') == 'utf8'
+
+
+def native(path):
+    """*path* as the file system takes it: its UTF-8 bytes where this
+    interpreter would encode text as ASCII (Python 2, the C locale)."""
+    if isinstance(path, bytes) or _UTF8_PATHS:
+        return path
+    return path.encode('utf-8')
+
+
+def write(temp, path, data, offset):
+    """Write one chunk of *temp*, on its way to *path*, at *offset*; the
+    first (offset 0) creates it, and fails if something is there already.
+    A chunk that fails marks *temp* broken: the chunks after it may land,
+    but the file is never committed."""
+    try:
+        return _write(temp, path, data, offset)
+    except BaseException:
+        _BROKEN.add(temp)
+        raise
+
+
+def _write(temp, path, data, offset):
+    flags = os.O_WRONLY
+    if offset == 0:
+        flags |= os.O_CREAT | os.O_EXCL
+    try:
+        fd = os.open(native(temp), flags, 0o600)
+    except OSError as exc:  # name the file the caller knows of
+        exc.filename = path
+        raise
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return len(data)
+
+
+def commit(temp, path, mode, size):
+    """Give *temp* its mode and move it over *path*: the file appears
+    whole or not at all (*temp* is removed if it is not whole).  *mode*
+    None: *path*'s mode if it exists, else 0o666 less the umask (as a new
+    file's would be)."""
+    try:
+        _check_whole(temp, path, size)
+        if mode is None:
+            mode = mode_for(native(path))
+        os.chmod(native(temp), mode)
+        os.rename(native(temp), native(path))
+    except BaseException:
+        discard(temp)
+        raise
+    return size
+
+
+def _check_whole(temp, path, size):
+    if temp in _BROKEN:
+        _BROKEN.discard(temp)
+        raise IOError('%s was not written: one of its chunks failed' % path)
+    written = os.path.getsize(native(temp))
+    if written != size:
+        raise IOError('%s was not written: %d of its %d bytes arrived'
+                      % (path, written, size))
+
+
+def mode_for(path):
+    """The mode a file written over *path* takes: its own if it exists,
+    else a new file's (0o666 less the umask)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def put_whole(temp, path, data, mode):
+    """A file of one chunk: written and moved over *path* in one call."""
+    try:
+        _write(temp, path, data, 0)
+    except BaseException:
+        discard(temp)
+        raise
+    return commit(temp, path, mode, len(data))
+
+
+def discard(temp):
+    """Remove what a failed transfer left; nothing there is fine."""
+    _BROKEN.discard(temp)
+    try:
+        os.unlink(native(temp))
+    except OSError:
+        pass
+
+
+def read(path, offset, size):
+    """*size* bytes of *path* from *offset*: fewer only at its end."""
+    fd = os.open(native(path), os.O_RDONLY)
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        pieces = []
+        while size > 0:
+            piece = os.read(fd, size)
+            if not piece:
+                break
+            pieces.append(piece)
+            size -= len(piece)
+        return b''.join(pieces)
+    finally:
+        os.close(fd)

@@ -1,0 +1,170 @@
+"""The master's half of file copies: a file streams to or from a context
+in chunks, with a bounded number of them on their way.
+
+Calls to one context run in the order sent, so a put sends its chunks
+ahead and waits only when ``window`` of them are unanswered: a file costs
+about one round trip plus its bytes' time on the link, and memory on each
+hop is bounded by the window.  A file of one chunk costs one call.  Both
+directions write a temporary file beside the destination and rename it
+over the destination once whole, so a reader sees the old file or the new
+one, never part of one; a copy that fails removes its temporary file.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from collections import deque
+from typing import Optional, Union
+
+from plasmid.core.compat import bytes_from_wire
+from plasmid.core.context import Context, Future
+from plasmid.files import remote
+
+Path = Union[str, 'os.PathLike[str]']
+CHUNK_SIZE = 4 << 20   # bytes per call: a few per window fill a fast link
+WINDOW = 4             # chunks on their way at most, per copy
+
+
+def put_file(context: Context, local_path: Path, remote_path: Path,
+             mode: Optional[int] = None, chunk_size: int = CHUNK_SIZE,
+             window: int = WINDOW) -> int:
+    """Copy the file *local_path* here to *remote_path* in *context*;
+    return its size.  *mode* (say ``0o644``) is set exactly; None keeps
+    the mode of the file it replaces, or gives a new file 0o666 less the
+    context's umask.  Errors on the target raise :class:`plasmid.CallError`
+    naming the target's exception (FileNotFoundError for a missing
+    directory, PermissionError ...); the destination is then untouched."""
+    remote_path = _remote_path(remote_path)
+    _check_sizes(chunk_size, window)
+    if mode is not None and (isinstance(mode, bool) or not isinstance(
+            mode, int) or not 0 <= mode <= 0o7777):
+        raise ValueError('mode must be None or an int from 0 to 0o7777, '
+                         'not %r' % (mode,))
+    temp = _temp_beside(remote_path)
+    with open(local_path, 'rb') as source:
+        first = source.read(chunk_size)
+        if len(first) < chunk_size:
+            return context.call(remote.put_whole, temp, remote_path, first,
+                                mode)
+        sender = _Sender(context, temp, remote_path, window)
+        try:
+            size = sender.send_all(first, source, chunk_size)
+            return sender.finish(mode, size)
+        except BaseException:
+            sender.abandon()
+            raise
+
+
+def fetch_file(context: Context, remote_path: Path, local_path: Path,
+               chunk_size: int = CHUNK_SIZE, window: int = WINDOW) -> int:
+    """Copy the file *remote_path* in *context* to *local_path* here;
+    return its size.  A new local file gets 0o666 less this process's
+    umask; one replaced keeps its mode.  Errors on the target raise
+    :class:`plasmid.CallError`; *local_path* is then untouched."""
+    remote_path = _remote_path(remote_path)
+    local_path = os.fspath(local_path)
+    _check_sizes(chunk_size, window)
+    # A Python 2 context's bytes are its str: they come as text.
+    first = bytes_from_wire(context.call(remote.read, remote_path, 0,
+                                         chunk_size))
+    temp = _temp_beside(local_path)
+    try:
+        with open(temp, 'xb') as out:
+            out.write(first)
+            size = len(first)
+            if len(first) == chunk_size:
+                size += _read_ahead(context, remote_path, out, chunk_size,
+                                    window)
+        os.chmod(temp, remote.mode_for(local_path))
+        os.replace(temp, local_path)
+    except BaseException:
+        remote.discard(temp)
+        raise
+    return size
+
+
+def _remote_path(path: Path) -> str:
+    """*path* as text: a str or a path object (``PurePosixPath``)."""
+    path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise TypeError('a remote path must be a non-empty str or path '
+                        'object, not %r' % (path,))
+    return path
+
+
+def _check_sizes(chunk_size: int, window: int) -> None:
+    for name, value in (('chunk_size', chunk_size), ('window', window)):
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 1:
+            raise ValueError('%s must be a positive int, not %r'
+                             % (name, value))
+
+
+def _temp_beside(path: str) -> str:
+    """A name no other copy uses, in *path*'s directory (a rename within
+    a file system is atomic)."""
+    head, tail = os.path.split(path)
+    return os.path.join(head, '.%s.plasmid-%s' % (tail, uuid.uuid4().hex))
+
+
+class _Sender:
+    """A put's chunks on their way, at most *window* of them unanswered."""
+
+    def __init__(self, context: Context, temp: str, path: str,
+                 window: int) -> None:
+        self.context = context
+        self.temp = temp
+        self.path = path
+        self.window = window
+        self.unanswered: deque[Future] = deque()
+
+    def send_all(self, first: bytes, source, chunk_size: int) -> int:
+        chunk, offset = first, 0
+        while chunk:
+            self._send(chunk, offset)
+            offset += len(chunk)
+            chunk = source.read(chunk_size)
+        return offset
+
+    def _send(self, chunk: bytes, offset: int) -> None:
+        if len(self.unanswered) >= self.window:
+            self.unanswered.popleft().result()
+        self.unanswered.append(self.context.call_async(
+            remote.write, self.temp, self.path, chunk, offset))
+
+    def finish(self, mode: Optional[int], size: int) -> int:
+        """Commit, then collect every answer: a chunk's failure is the one
+        raised (the commit refuses a file one of whose chunks failed)."""
+        committed = self.context.call_async(remote.commit, self.temp,
+                                            self.path, mode, size)
+        while self.unanswered:
+            self.unanswered.popleft().result()
+        return committed.result()
+
+    def abandon(self) -> None:
+        """Remove the temporary file, if the context is still there."""
+        try:
+            self.context.call(remote.discard, self.temp)
+        except Exception:  # the context is gone, or cannot: nothing to do
+            pass
+
+
+def _read_ahead(context: Context, path: str, out, chunk_size: int,
+                window: int) -> int:
+    """Read *path* from *chunk_size* on, *window* reads on their way, into
+    *out*, until a short read; return the bytes read."""
+    offset = chunk_size  # the first chunk is in
+    asked: deque[Future] = deque()
+    read = 0
+    while True:
+        while len(asked) < window:
+            asked.append(context.call_async(remote.read, path, offset,
+                                            chunk_size))
+            offset += chunk_size
+        chunk = bytes_from_wire(asked.popleft().result())
+        out.write(chunk)
+        read += len(chunk)
+        if len(chunk) < chunk_size:
+            for late in asked:  # past the end: empty, or a file that grew
+                late.result()
+            return read

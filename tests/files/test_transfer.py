@@ -1,0 +1,227 @@
+"""plasmid.put_file and plasmid.fetch_file: files stream to and from
+contexts in chunks, a bounded number on their way, and appear whole or not
+at all."""
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Iterator
+
+import pytest
+
+import plasmid
+from plasmid.files import remote, transfer
+from testbed.pythons import require_python
+
+CHUNK = 64 * 1024  # small chunks: a 1 MiB file takes many
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+class CountingContext:
+    """Stands in for a context: passes calls on, and counts them and the
+    answers not yet collected."""
+
+    def __init__(self, context: plasmid.Context) -> None:
+        self.context = context
+        self.calls: list[str] = []
+        self.unanswered = 0
+        self.most_unanswered = 0
+
+    def call(self, func, *args: Any) -> Any:
+        self.calls.append(func.__name__)
+        return self.context.call(func, *args)
+
+    def call_async(self, func, *args: Any) -> Any:
+        self.calls.append(func.__name__)
+        self.unanswered += 1
+        self.most_unanswered = max(self.most_unanswered, self.unanswered)
+        future = self.context.call_async(func, *args)
+        counter = self
+
+        class Counted:
+            def result(self, timeout=None):
+                counter.unanswered -= 1
+                return future.result(timeout)
+        return Counted()
+
+
+def leftovers(directory) -> list[str]:
+    return [name for name in os.listdir(directory) if '.plasmid-' in name]
+
+
+def mode_of(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize('version', [None, '2.7', '3.13'])
+def test_a_file_goes_and_comes_back_whole(router, tmp_path, version) -> None:
+    """Bytes of every value, a name beyond ASCII (Python 2 in the C locale
+    encodes paths as ASCII), many chunks with at most a window of them
+    unanswered."""
+    python = version and require_python(version)
+    counted = CountingContext(router.local(python_path=python))
+    data = bytes(range(256)) * 4096 + b'tail'  # 1 MiB and a bit
+    source = tmp_path / 'source.bin'
+    source.write_bytes(data)
+    there = tmp_path / 'th\u00e9re.bin'
+    assert plasmid.put_file(counted, source, str(there), chunk_size=CHUNK,
+                            window=3) == len(data)
+    assert there.read_bytes() == data
+    chunks = len(data) // CHUNK + 1
+    assert counted.calls == ['write'] * chunks + ['commit']
+    assert counted.most_unanswered == 3 + 1  # the window, then the commit
+    counted.calls[:] = []
+    counted.most_unanswered = 0
+    back = tmp_path / 'back.bin'
+    assert plasmid.fetch_file(counted, str(there), back, chunk_size=CHUNK,
+                              window=3) == len(data)
+    assert back.read_bytes() == data
+    # The window's two others read past the end (empty answers).
+    assert counted.calls == ['read'] * (chunks + 2)
+    assert counted.most_unanswered == 3
+    assert leftovers(tmp_path) == []
+
+
+def test_a_small_file_costs_one_call(router, tmp_path) -> None:
+    counted = CountingContext(router.local())
+    source = tmp_path / 'small'
+    source.write_bytes(b'x' * 1000)
+    assert plasmid.put_file(counted, source, str(tmp_path / 'copy')) == 1000
+    assert counted.calls == ['put_whole']
+    counted.calls[:] = []
+    assert plasmid.fetch_file(counted, str(source), tmp_path / 'back') == 1000
+    assert counted.calls == ['read']
+    empty = tmp_path / 'empty'
+    empty.write_bytes(b'')
+    assert plasmid.put_file(counted, empty, str(tmp_path / 'empty2')) == 0
+    assert (tmp_path / 'empty2').read_bytes() == b''
+
+
+@pytest.mark.parametrize('size', [100, 3 * CHUNK + 5])
+def test_modes_given_kept_or_as_a_new_files(router, tmp_path, size) -> None:
+    ctx = router.local()
+    umask = ctx.call(os.umask, 0o027)  # the context's umask from now on
+    source = tmp_path / 'source'
+    source.write_bytes(b'y' * size)
+    os.chmod(source, 0o755)
+    given = tmp_path / 'given'
+    plasmid.put_file(ctx, source, str(given), mode=0o4711, chunk_size=CHUNK)
+    assert mode_of(given) == 0o4711  # exactly: no umask applies
+    new = tmp_path / 'new'
+    plasmid.put_file(ctx, source, str(new), chunk_size=CHUNK)
+    assert mode_of(new) == 0o640  # 0o666 less the context's umask
+    kept = tmp_path / 'kept'
+    kept.write_bytes(b'old')
+    os.chmod(kept, 0o604)
+    plasmid.put_file(ctx, source, str(kept), chunk_size=CHUNK)
+    assert mode_of(kept) == 0o604 and kept.read_bytes() == b'y' * size
+    os.chmod(kept, 0o600)
+    plasmid.fetch_file(ctx, str(given), kept, chunk_size=CHUNK)
+    assert mode_of(kept) == 0o600
+    ctx.call(os.umask, umask)
+
+
+def test_a_failed_copy_leaves_the_destination_and_no_temporary(
+        router, tmp_path) -> None:
+    ctx = router.local()
+    source = tmp_path / 'source'
+    source.write_bytes(b'z' * (2 * CHUNK))
+    missing = tmp_path / 'no-such-dir' / 'file'
+    for chunk_size in (CHUNK, 4 * CHUNK):  # streamed, then in one call
+        with pytest.raises(plasmid.CallError) as caught:
+            plasmid.put_file(ctx, source, str(missing), chunk_size=chunk_size)
+        assert caught.value.type_name == 'FileNotFoundError'
+        assert str(missing) in caught.value.message  # not the temporary's
+    with pytest.raises(plasmid.CallError) as caught:
+        plasmid.fetch_file(ctx, str(missing), tmp_path / 'fetched')
+    assert caught.value.type_name == 'FileNotFoundError'
+    assert not (tmp_path / 'fetched').exists()
+    # A directory where the file should go: the rename fails.
+    (tmp_path / 'a-dir').mkdir()
+    (tmp_path / 'a-dir' / 'inside').write_bytes(b'')
+    with pytest.raises(plasmid.CallError):
+        plasmid.put_file(ctx, source, str(tmp_path / 'a-dir'),
+                         chunk_size=CHUNK)
+    assert leftovers(tmp_path) == []
+
+
+def test_a_chunk_that_failed_is_never_committed(tmp_path) -> None:
+    """Chunks go ahead of their answers: one that failed (a full disk)
+    must keep the file from being renamed into place, although the
+    chunks after it landed and the size adds up."""
+    path = str(tmp_path / 'file')
+    temp = str(tmp_path / '.file.plasmid-test')
+    remote.write(temp, path, b'a' * 10, 0)
+    with pytest.raises(TypeError):
+        remote.write(temp, path, None, 10)  # fails as a full disk would
+    remote.write(temp, path, b'c' * 10, 20)
+    with pytest.raises(IOError, match='one of its chunks failed'):
+        remote.commit(temp, path, None, 30)
+    assert os.listdir(tmp_path) == []
+    remote.write(temp, path, b'a' * 10, 0)
+    with pytest.raises(IOError, match='10 of its 30 bytes arrived'):
+        remote.commit(temp, path, None, 30)
+    assert os.listdir(tmp_path) == []
+
+
+def test_through_an_intermediary(router, tmp_path) -> None:
+    below = router.local(via=router.local(name='middle'),
+                         python_path=require_python('2.7'))
+    data = os.urandom(3 * CHUNK + 1)
+    (tmp_path / 'source').write_bytes(data)
+    plasmid.put_file(below, tmp_path / 'source', str(tmp_path / 'there'),
+                     chunk_size=CHUNK)
+    plasmid.fetch_file(below, str(tmp_path / 'there'), tmp_path / 'back',
+                       chunk_size=CHUNK)
+    assert (tmp_path / 'back').read_bytes() == data
+
+
+@pytest.mark.parametrize('kwargs, error', [
+    ({'mode': '0644'}, ValueError), ({'mode': 0o10000}, ValueError),
+    ({'mode': True}, ValueError), ({'chunk_size': 0}, ValueError),
+    ({'window': 1.5}, ValueError), ({'remote_path': ''}, TypeError),
+    ({'remote_path': b'/tmp/x'}, TypeError),
+])
+def test_bad_arguments_are_refused_before_anything_moves(
+        router, tmp_path, kwargs, error) -> None:
+    ctx = router.local()
+    (tmp_path / 'source').write_bytes(b'data')
+    arguments = dict(remote_path=str(tmp_path / 'there'))
+    arguments.update(kwargs)
+    with pytest.raises(error):
+        transfer.put_file(ctx, tmp_path / 'source', **arguments)
+    assert sorted(os.listdir(tmp_path)) == ['source']
+
+
+def test_a_file_is_written_as_the_contexts_account(router, tmp_path) -> None:
+    """Through sudo: the file belongs to the account the context runs as,
+    and a directory that account may not write to refuses the copy."""
+    import pwd
+    import shutil
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip('needs root to sudo to nobody')
+    nobody = router.sudo(username='nobody')
+    (tmp_path / 'source').write_bytes(b'data' * CHUNK)
+    shared = tempfile.mkdtemp(prefix='plasmid-files-')  # pytest's: 0o700
+    try:
+        os.chmod(shared, 0o755)
+        open_dir = os.path.join(shared, 'open')
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        plasmid.put_file(nobody, tmp_path / 'source',
+                         os.path.join(open_dir, 'mine'), chunk_size=CHUNK)
+        assert os.stat(os.path.join(open_dir, 'mine')).st_uid == \
+            pwd.getpwnam('nobody').pw_uid
+        with pytest.raises(plasmid.CallError) as caught:
+            plasmid.put_file(nobody, tmp_path / 'source',
+                             os.path.join(shared, 'not'), chunk_size=CHUNK)
+        assert caught.value.type_name == 'PermissionError'
+        assert leftovers(shared) == [] and leftovers(open_dir) == []
+    finally:
+        shutil.rmtree(shared)
