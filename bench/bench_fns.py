@@ -48,3 +48,22 @@ def cpu_and_modules():
     import sys
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime, len(sys.modules)
+
+
+def mitogen_pull(master, path, dest):
+    """Mitogen's way to copy a file of the master's to this context: its
+    FileService streams it (the master must have registered *path*).
+    Returns the bytes written."""
+    import mitogen.service
+    with open(dest, 'wb') as out:
+        ok, metadata = mitogen.service.FileService.get(master, path, out)
+    if not ok:
+        raise IOError('Mitogen did not copy %s' % path)
+    return metadata['size']
+
+
+def read_whole(path):
+    """A file's bytes in one answer: what a tool without a streaming read
+    can do."""
+    with open(path, 'rb') as f:
+        return f.read()

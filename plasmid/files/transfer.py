@@ -4,8 +4,10 @@ in chunks, with a bounded number of them on their way.
 Calls to one context run in the order sent, so a put sends its chunks
 ahead and waits only when ``window`` of them are unanswered: a file costs
 about one round trip plus its bytes' time on the link, and memory on each
-hop is bounded by the window.  A file of one chunk costs one call.  Both
-directions write a temporary file beside the destination and rename it
+hop is bounded by the window.  A file of one chunk costs one call.  A
+fetch sends ``window`` reads at once, so it too takes one round trip
+whatever the size; those past the end come back empty.  Both directions
+write a temporary file beside the destination and rename it
 over the destination once whole, so a reader sees the old file or the new
 one, never part of one; a copy that fails removes its temporary file.
 """
@@ -64,17 +66,12 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     remote_path = _remote_path(remote_path)
     local_path = os.fspath(local_path)
     _check_sizes(chunk_size, window)
-    # A Python 2 context's bytes are its str: they come as text.
-    first = bytes_from_wire(context.call(remote.read, remote_path, 0,
-                                         chunk_size))
     temp = _temp_beside(local_path)
+    reads = _Reader(context, remote_path, chunk_size, window)
     try:
+        first = reads.next_chunk()  # before a file exists here
         with open(temp, 'xb') as out:
-            out.write(first)
-            size = len(first)
-            if len(first) == chunk_size:
-                size += _read_ahead(context, remote_path, out, chunk_size,
-                                    window)
+            size = reads.write_all(first, out)
         os.chmod(temp, remote.mode_for(local_path))
         os.replace(temp, local_path)
     except BaseException:
@@ -149,22 +146,42 @@ class _Sender:
             pass
 
 
-def _read_ahead(context: Context, path: str, out, chunk_size: int,
-                window: int) -> int:
-    """Read *path* from *chunk_size* on, *window* reads on their way, into
-    *out*, until a short read; return the bytes read."""
-    offset = chunk_size  # the first chunk is in
-    asked: deque[Future] = deque()
-    read = 0
-    while True:
-        while len(asked) < window:
-            asked.append(context.call_async(remote.read, path, offset,
-                                            chunk_size))
-            offset += chunk_size
-        chunk = bytes_from_wire(asked.popleft().result())
-        out.write(chunk)
-        read += len(chunk)
-        if len(chunk) < chunk_size:
-            for late in asked:  # past the end: empty, or a file that grew
-                late.result()
-            return read
+class _Reader:
+    """A fetch's reads: *window* of them on their way from the start, so
+    a file of any size takes one round trip plus its bytes' time; the
+    answers to the reads past its end (empty) are not waited for."""
+
+    def __init__(self, context: Context, path: str, chunk_size: int,
+                 window: int) -> None:
+        self.context = context
+        self.path = path
+        self.chunk_size = chunk_size
+        self.window = window
+        self.offset = 0  # of the next read to send
+        self.asked: deque[Future] = deque()
+        self.ended = False
+
+    def next_chunk(self) -> bytes:
+        while not self.ended and len(self.asked) < self.window:
+            self.asked.append(self.context.call_async(
+                remote.read, self.path, self.offset, self.chunk_size))
+            self.offset += self.chunk_size
+        # A Python 2 context's bytes are its str: they come as text.
+        chunk = bytes_from_wire(self.asked.popleft().result())
+        if len(chunk) < self.chunk_size:
+            # The reads after it went past the end (or found a file that
+            # grew): not waited for, as the last was sent as the chunk
+            # before this one arrived, a round trip ago at most.
+            self.ended = True
+            self.asked.clear()
+        return chunk
+
+    def write_all(self, first: bytes, out) -> int:
+        """Write *first* and the chunks after it to *out*; their size."""
+        chunk, size = first, 0
+        while True:
+            out.write(chunk)
+            size += len(chunk)
+            if self.ended:
+                return size
+            chunk = self.next_chunk()
