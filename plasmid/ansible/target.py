@@ -33,6 +33,7 @@ import zlib
 from plasmid.ansible import forks, shell_spawn, vfork, warm
 from plasmid.core import resources
 from plasmid.core.waiting import wait_for
+from plasmid.files import remote as files_remote
 
 _ZIPS = {}  # digest -> ZipModules
 _HELD = {}  # token -> (stdout, stderr) of a result too large for one message
@@ -819,17 +820,4 @@ def write_file(path, data, offset=0, truncate=True, mode=None):
 def read_file(path, offset, size):
     """*size* bytes of a file from *offset*: fewer only at its end (the
     reader stops at the first short chunk), b'' past it."""
-    fd = os.open(_native(path), os.O_RDONLY)
-    try:
-        os.lseek(fd, offset, os.SEEK_SET)
-        pieces = []
-        wanted = size
-        while wanted > 0:
-            piece = os.read(fd, wanted)
-            if not piece:
-                break
-            pieces.append(piece)
-            wanted -= len(piece)
-        return b''.join(pieces)
-    finally:
-        os.close(fd)
+    return files_remote.read(path, offset, size)
