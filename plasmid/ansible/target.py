@@ -807,11 +807,7 @@ def write_file(path, data, offset=0, truncate=True, mode=None):
         flags |= os.O_TRUNC
     fd = os.open(_native(path), flags, mode if mode is not None else 0o666)
     try:
-        if offset:
-            os.lseek(fd, offset, os.SEEK_SET)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        files_remote.write_at(fd, data, offset)
     finally:
         os.close(fd)
     return len(data)

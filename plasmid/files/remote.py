@@ -45,13 +45,18 @@ def _write(temp, path, data, offset):
         exc.filename = path
         raise
     try:
-        os.lseek(fd, offset, os.SEEK_SET)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_at(fd, data, offset)
     finally:
         os.close(fd)
     return len(data)
+
+
+def write_at(fd, data, offset):
+    """All of *data* to *fd*, from *offset* on."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def commit(temp, path, mode, size):
