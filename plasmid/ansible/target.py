@@ -20,7 +20,6 @@ pieces (:func:`read_held`): one message of the runtime is bounded, a
 module's output is not.
 """
 from __future__ import absolute_import
-import codecs
 import errno
 import hashlib
 import itertools
@@ -46,11 +45,6 @@ _HELD_TOKENS = itertools.count(1)
 _FILES = {}  # sha1 of a payload file's content -> the content
 _CODE = {}  # (module name, source digest) -> code object, shared by zips
 ROOT = '/plasmid-ansiballz'  # where payload files seem to be; never on disk
-# Whether this Python hands text to the system as UTF-8 (Python 3.7+
-# always does in the C locale: PEP 538 and 540).
-_TEXT_IS_UTF8 = str is not bytes and \
-    codecs.lookup(sys.getfilesystemencoding()).name == 'utf-8'
-_SURROGATES = 'strict' if str is bytes else 'surrogateescape'
 
 
 class ZipModules(object):
@@ -587,16 +581,9 @@ def run_shell_checked(command):
     return rc
 
 
-def _native(text):
-    """A command or path as sshd and sftp hand it on: its UTF-8 bytes,
-    wherever this interpreter would encode text otherwise.  In the C
-    locale, as over ssh without LANG, Python 2 and Python 3.6 (before PEP
-    538 and 540) encode it as ASCII and fail on anything else.  (A module
-    job's environment needs no such care: only Python 3.8 and later run
-    modules.)"""
-    if isinstance(text, bytes) or _TEXT_IS_UTF8:
-        return text
-    return text.encode('utf-8', _SURROGATES)
+# A command or path as sshd and sftp hand it on.  (A module job's
+# environment needs no such care: only Python 3.8 and later run modules.)
+_native = files_remote.native
 
 
 def _held_if_large(rc, out, err, hold_above):

@@ -58,12 +58,14 @@ def mode_of(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize('version', [None, '2.7', '3.13'])
-def test_a_file_goes_and_comes_back_whole(router, tmp_path, version) -> None:
-    """Bytes of every value, a name beyond ASCII (Python 2 in the C locale
-    encodes paths as ASCII), many chunks with at most a window of them
-    unanswered."""
+@pytest.mark.parametrize('version', [None, '2.7', '3.6', '3.13'])
+def test_a_file_goes_and_comes_back_whole(router, tmp_path, version,
+                                          monkeypatch) -> None:
+    """Bytes of every value, a name beyond ASCII (Python 2 and 3.6 in the
+    C locale, which the context inherits here, encode paths as ASCII), many
+    chunks with at most a window of them unanswered."""
     python = version and require_python(version)
+    monkeypatch.setenv('LC_ALL', 'C')
     counted = CountingContext(router.local(python_path=python))
     data = bytes(range(256)) * 4096 + b'tail'  # 1 MiB and a bit
     source = tmp_path / 'source.bin'
