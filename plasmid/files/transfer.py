@@ -72,12 +72,12 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
         first = reads.next_chunk()  # before a file exists here
         with open(temp, 'xb') as out:
             size = reads.write_all(first, out)
-        os.chmod(temp, remote.mode_for(local_path))
-        os.replace(temp, local_path)
     except BaseException:
         remote.discard(temp)
         raise
-    return size
+    # As a put ends on the target: the mode kept or a new file's, renamed
+    # into place whole, or the temporary file removed.
+    return remote.commit(temp, local_path, None, size)
 
 
 def _remote_path(path: Path) -> str:
