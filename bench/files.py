@@ -48,7 +48,7 @@ import mitogen.service  # noqa: E402
 import bench_fns  # noqa: E402
 import plasmid  # noqa: E402
 from ssh_connect import (BENCH_USER, Peers, private_testbed,  # noqa: E402
-                         shutdown)
+                         repeat, shutdown)
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
 
 Timer = Callable[[], None]
@@ -127,17 +127,6 @@ def write(path: str, data: bytes) -> None:
         f.write(data)
 
 
-def repeat(timers: dict[str, Timer], reps: int) -> dict[str, list[float]]:
-    names = list(timers)
-    for name in names:
-        timers[name]()  # warm-up: code shipped, caches filled
-    out: dict[str, list[float]] = {name: [] for name in names}
-    for rep in range(reps):
-        for name in benchlib.rotated(names, rep):
-            out[name].append(benchlib.time_once(timers[name]))
-    return out
-
-
 def report(samples: dict[str, list[float]], base: str) -> str:
     base_median = benchlib.median(samples[base])
     rows = []
@@ -151,6 +140,12 @@ def report(samples: dict[str, list[float]], base: str) -> str:
                            'x plasmid'], rows)
 
 
+def timed(copies: dict[str, Timer]) -> dict[str, Callable[[], float]]:
+    """Each copy as a timer that returns its wall time."""
+    return {name: (lambda copy=copy: benchlib.time_once(copy))
+            for name, copy in copies.items()}
+
+
 def run_at(server: SshServer, port: int, peers: Peers, sources: list[str],
            work: str, reps: int, title: str) -> None:
     copies = Copies(server, port, peers, work)
@@ -158,11 +153,11 @@ def run_at(server: SshServer, port: int, peers: Peers, sources: list[str],
         for source in sources:
             size = os.path.getsize(source)
             print('\n## %s: put, %d bytes' % (title, size))
-            samples = repeat(copies.puts(source), reps)
+            samples = repeat(timed(copies.puts(source)), reps)
             copies.check(source, os.path.join(work, 'there'))
             print(report(samples, 'plasmid put_file'))
             print('\n## %s: fetch, %d bytes' % (title, size))
-            samples = repeat(copies.fetches(source), reps)
+            samples = repeat(timed(copies.fetches(source)), reps)
             copies.check(source, os.path.join(work, 'here'))
             print(report(samples, 'plasmid fetch_file'))
     finally:
