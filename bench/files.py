@@ -24,6 +24,15 @@ From the target ("fetch"): plasmid's ``fetch_file`` (reads sent ahead the
 same way), Mitogen with one call that returns the whole file (it has no
 streaming read for the master), scp the other way.
 
+To many ("fan-out", ``--fanout N`` contexts started through the ssh
+context, as hosts behind a bastion, each writing in a directory of its
+own; each of ``--fanout-sizes``): plasmid's ``broadcast_file`` (the file
+crosses the ssh link once, the bastion passes each chunk on), plasmid's
+``put_file`` to each in turn (N copies across the link), and Mitogen's
+``FileService`` pulled by all N at once (N copies across the link, in
+parallel).  Mitogen's ``PushFileService``, which caches whole small files
+in each hop's RAM for its Ansible modules, is not measured.
+
 One untimed warm-up per peer, then ``--reps`` rounds, the peers' order
 rotating; median and range of the wall time, and each peer's median over
 plasmid's.
@@ -47,8 +56,8 @@ import mitogen.service  # noqa: E402
 
 import bench_fns  # noqa: E402
 import plasmid  # noqa: E402
-from ssh_connect import (BENCH_USER, Peers, private_testbed,  # noqa: E402
-                         repeat, shutdown)
+from ssh_connect import (BENCH_USER, PYTHON, Peers,  # noqa: E402
+                         private_testbed, repeat, shutdown)
 from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
 
 Timer = Callable[[], None]
@@ -116,10 +125,49 @@ class Copies:
         """Every peer's copy holds the source's bytes."""
         with open(source, 'rb') as f:
             expected = f.read()
-        for name in os.listdir(directory):
-            with open(os.path.join(directory, name), 'rb') as f:
-                if f.read() != expected:
-                    raise RuntimeError('%s copied %s wrong' % (name, source))
+        for top, _, names in os.walk(directory):
+            for name in names:
+                with open(os.path.join(top, name), 'rb') as f:
+                    if f.read() != expected:
+                        raise RuntimeError('%s copied %s wrong'
+                                           % (top, source))
+
+
+class FanOut:
+    """*count* contexts of each tool behind its ssh context, each working
+    in a directory of its own, where a relative destination lands."""
+
+    def __init__(self, copies: Copies, count: int) -> None:
+        self.copies = copies
+        self.directory = os.path.join(copies.work, 'fan')
+        self.plasmid = [self._ready(copies.peers.prouter.local(
+            via=copies.plasmid, python_path=PYTHON), 'plasmid', i)
+            for i in range(count)]
+        self.mitogen = [self._ready(copies.peers.mrouter.local(
+            via=copies.mitogen, python_path=PYTHON), 'mitogen', i)
+            for i in range(count)]
+
+    def _ready(self, context, peer: str, index: int):
+        directory = os.path.join(self.directory, peer, str(index))
+        os.makedirs(directory, mode=0o777)
+        os.chmod(directory, 0o777)
+        context.call(os.chdir, directory)
+        return context
+
+    def copies_of(self, source: str) -> dict[str, Timer]:
+        master = self.copies.master
+        return {
+            'plasmid broadcast_file': lambda: plasmid.broadcast_file(
+                self.plasmid, source, 'copy'),
+            'plasmid put_file to each': lambda: [
+                plasmid.put_file(context, source, 'copy')
+                for context in self.plasmid],
+            'Mitogen FileService, all at once': lambda: [
+                receiver.get().unpickle() for receiver in [
+                    context.call_async(bench_fns.mitogen_pull, master,
+                                       source, 'copy')
+                    for context in self.mitogen]],
+        }
 
 
 def write(path: str, data: bytes) -> None:
@@ -147,9 +195,12 @@ def timed(copies: dict[str, Timer]) -> dict[str, Callable[[], float]]:
 
 
 def run_at(server: SshServer, port: int, peers: Peers, sources: list[str],
-           work: str, reps: int, title: str) -> None:
+           work: str, reps: int, title: str, fanout: int,
+           fan_sources: list[str]) -> None:
     copies = Copies(server, port, peers, work)
     try:
+        if fanout:
+            run_fanout(copies, fanout, fan_sources, reps, title)
         for source in sources:
             size = os.path.getsize(source)
             print('\n## %s: put, %d bytes' % (title, size))
@@ -162,6 +213,20 @@ def run_at(server: SshServer, port: int, peers: Peers, sources: list[str],
             print(report(samples, 'plasmid fetch_file'))
     finally:
         copies.close()
+
+
+def run_fanout(copies: Copies, count: int, sources: list[str], reps: int,
+               title: str) -> None:
+    fan = FanOut(copies, count)
+    for source in sources:
+        print('\n## %s: fan-out to %d contexts behind the ssh context, '
+              '%d bytes' % (title, count, os.path.getsize(source)))
+        samples = repeat(timed(fan.copies_of(source)), reps)
+        copies.check(source, fan.directory)
+        print(report(samples, 'plasmid broadcast_file'))
+    for context in fan.plasmid + fan.mitogen:
+        shutdown(context)
+    shutil.rmtree(fan.directory)
 
 
 def make_sources(work: str, sizes: list[int]) -> list[str]:
@@ -186,6 +251,11 @@ def main() -> None:
                         help='file sizes in bytes, comma-separated')
     parser.add_argument('--latency-ms', type=int, default=25,
                         help='latency toxiproxy adds each way (0: skip)')
+    parser.add_argument('--fanout', type=int, default=8,
+                        help='contexts behind the ssh one to copy one file '
+                        'to (0: skip)')
+    parser.add_argument('--fanout-sizes', default='1024,16777216',
+                        help='sizes of the files copied to them')
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason:
@@ -198,21 +268,24 @@ def main() -> None:
             os.mkdir(os.path.join(work, sub))
         os.chmod(os.path.join(work, 'there'), 0o777)
         sources = make_sources(work, [int(s) for s in args.sizes.split(',')])
+        fan_sources = make_sources(
+            work, [int(s) for s in args.fanout_sizes.split(',')])
         with private_testbed() as server, plasmid.Router() as prouter:
             broker = mitogen.master.Broker()
             try:
                 mrouter = mitogen.master.Router(broker)
                 files = mitogen.service.FileService(mrouter)
                 pool = mitogen.service.Pool(mrouter, services=[files])
-                for source in sources:
+                for source in sources + fan_sources:
                     files.register(source)
                 peers = Peers(server, prouter, mrouter)
                 run_at(server, server.port, peers, sources, work, args.reps,
-                       'loopback')
+                       'loopback', args.fanout, fan_sources)
                 if args.latency_ms:
                     with LatencyProxy(server.port, args.latency_ms) as proxy:
                         run_at(server, proxy.port, peers, sources, work,
-                               args.reps, '%d ms RTT' % (2 * args.latency_ms))
+                               args.reps, '%d ms RTT' % (2 * args.latency_ms),
+                               args.fanout, fan_sources)
                 pool.stop()
             finally:
                 broker.shutdown()

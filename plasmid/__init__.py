@@ -11,7 +11,7 @@ plasmid.master.bootstrap's CHILD_PACKAGE.)
 """
 __all__ = ['Router', 'Context', 'Future', 'as_completed', 'Error',
            'CallError', 'ConnectError', 'ContextLost', 'TimeoutError',
-           'put_file', 'fetch_file']
+           'put_file', 'fetch_file', 'broadcast_file', 'BroadcastError']
 __version__ = '0.1.0'
 
 _LAZY = {
@@ -26,6 +26,8 @@ _LAZY = {
     'as_completed': 'plasmid.master.futures',
     'put_file': 'plasmid.files.transfer',
     'fetch_file': 'plasmid.files.transfer',
+    'broadcast_file': 'plasmid.files.broadcast',
+    'BroadcastError': 'plasmid.files.broadcast',
 }
 
 

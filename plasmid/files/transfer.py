@@ -36,13 +36,9 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
     context's umask.  Errors on the target raise :class:`plasmid.CallError`
     naming the target's exception (FileNotFoundError for a missing
     directory, PermissionError ...); the destination is then untouched."""
-    remote_path = _remote_path(remote_path)
-    _check_sizes(chunk_size, window)
-    if mode is not None and (isinstance(mode, bool) or not isinstance(
-            mode, int) or not 0 <= mode <= 0o7777):
-        raise ValueError('mode must be None or an int from 0 to 0o7777, '
-                         'not %r' % (mode,))
-    temp = _temp_beside(remote_path)
+    remote_path = remote_path_of(remote_path)
+    check_arguments(mode, chunk_size, window)
+    temp = temp_beside(remote_path)
     with open(local_path, 'rb') as source:
         first = source.read(chunk_size)
         if len(first) < chunk_size:
@@ -63,10 +59,10 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     return its size.  A new local file gets 0o666 less this process's
     umask; one replaced keeps its mode.  Errors on the target raise
     :class:`plasmid.CallError`; *local_path* is then untouched."""
-    remote_path = _remote_path(remote_path)
+    remote_path = remote_path_of(remote_path)
     local_path = os.fspath(local_path)
     _check_sizes(chunk_size, window)
-    temp = _temp_beside(local_path)
+    temp = temp_beside(local_path)
     reads = _Reader(context, remote_path, chunk_size, window)
     try:
         first = reads.next_chunk()  # before a file exists here
@@ -80,13 +76,23 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     return remote.commit(temp, local_path, None, size)
 
 
-def _remote_path(path: Path) -> str:
+def remote_path_of(path: Path) -> str:
     """*path* as text: a str or a path object (``PurePosixPath``)."""
     path = os.fspath(path)
     if not isinstance(path, str) or not path:
         raise TypeError('a remote path must be a non-empty str or path '
                         'object, not %r' % (path,))
     return path
+
+
+def check_arguments(mode: Optional[int], chunk_size: int,
+                    window: int) -> None:
+    """Refuse a put's bad arguments before anything moves."""
+    if mode is not None and (isinstance(mode, bool) or not isinstance(
+            mode, int) or not 0 <= mode <= 0o7777):
+        raise ValueError('mode must be None or an int from 0 to 0o7777, '
+                         'not %r' % (mode,))
+    _check_sizes(chunk_size, window)
 
 
 def _check_sizes(chunk_size: int, window: int) -> None:
@@ -97,7 +103,7 @@ def _check_sizes(chunk_size: int, window: int) -> None:
                              % (name, value))
 
 
-def _temp_beside(path: str) -> str:
+def temp_beside(path: str) -> str:
     """A name no other copy uses, in *path*'s directory (a rename within
     a file system is atomic)."""
     head, tail = os.path.split(path)

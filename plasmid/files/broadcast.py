@@ -1,0 +1,191 @@
+"""The master's half of a copy of one file to many contexts: the file
+crosses each link once, however many targets lie beyond it.
+
+The targets' routes from the master form a tree.  The master sends each
+chunk once to each root of that tree; a context where the tree branches
+(a bastion with many hosts behind it) passes the chunk to its branches
+(:mod:`plasmid.files.relay`) and answers once they have it, so the
+master's window of unanswered chunks per root bounds every hop's memory
+as for one copy.  A context on the way to a single target is left out of
+the plan: the router forwards the calls through it anyway.
+
+Each target writes a temporary file beside the destination and renames it
+into place once whole; a target that fails does not stop the others.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Dict, Iterable, List, Optional
+
+from plasmid.core.context import Context, Future
+from plasmid.core.errors import Error
+from plasmid.files import relay
+from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, Path,
+                                    check_arguments, remote_path_of,
+                                    temp_beside)
+
+Node = list  # [context, here, below]: see plasmid.files.relay
+
+
+class BroadcastError(Error):
+    """:func:`broadcast_file` reached some of its contexts, not all.
+
+    ``failures`` maps each context that has no new file to the error it
+    met there (:class:`plasmid.CallError`, :class:`plasmid.ContextLost`
+    ...); ``size`` is the file's.  The destination in those contexts is
+    as it was; every other context has the whole file.
+    """
+
+    def __init__(self, failures: Dict[Context, BaseException],
+                 size: int) -> None:
+        Error.__init__(self, failures, size)
+        self.failures = failures
+        self.size = size
+
+    def __str__(self) -> str:
+        lines = ['%d context(s) did not get the file:' % len(self.failures)]
+        for context, error in self.failures.items():
+            first = str(error).splitlines()[0] if str(error) else ''
+            lines.append('  %s: %s: %s' % (context.name,
+                                           type(error).__name__, first))
+        return '\n'.join(lines)
+
+
+def broadcast_file(contexts: Iterable[Context], local_path: Path,
+                   remote_path: Path, mode: Optional[int] = None,
+                   chunk_size: int = CHUNK_SIZE,
+                   window: int = WINDOW) -> int:
+    """Copy the file *local_path* here to *remote_path* in every one of
+    *contexts*; return its size.  Each link carries the file once: a
+    context that started several of them passes it on.  *mode*,
+    *chunk_size* and *window* are as for :func:`plasmid.put_file`.
+
+    Raises :class:`BroadcastError` once done if some contexts did not get
+    the file (the others did)."""
+    targets = _unique(contexts)
+    remote_path = remote_path_of(remote_path)
+    check_arguments(mode, chunk_size, window)
+    temp = temp_beside(remote_path)
+    with open(local_path, 'rb') as source:
+        if not targets:
+            return os.fstat(source.fileno()).st_size
+        fanout = _Fanout(plan_for(targets), window)
+        first = source.read(chunk_size)
+        if len(first) < chunk_size:
+            fanout.send('put_whole', [temp, remote_path, first, mode])
+            size = len(first)
+        else:
+            size = fanout.send_all(first, source, chunk_size, temp,
+                                   remote_path)
+            fanout.send('commit', [temp, remote_path, mode, size])
+        fanout.drain()
+    if fanout.failures:
+        by_id = {context.context_id: context for context in targets}
+        raise BroadcastError({by_id[context_id]: error for context_id, error
+                              in fanout.failures.items()}, size)
+    return size
+
+
+def _unique(contexts: Iterable[Context]) -> List[Context]:
+    if isinstance(contexts, (Context, str, bytes)):
+        raise TypeError('broadcast_file takes a list of contexts, not %r'
+                        % (contexts,))
+    unique: Dict[int, Context] = {}  # by id, which only a router gives
+    routers = set()
+    for context in contexts:
+        if not isinstance(context, Context):
+            raise TypeError('broadcast_file copies to contexts, not %r'
+                            % (context,))
+        routers.add(id(context.router))
+        unique.setdefault(context.context_id, context)
+    if len(routers) > 1:
+        raise ValueError('broadcast_file copies to the contexts of one '
+                         'router')
+    return list(unique.values())
+
+
+def plan_for(targets: List[Context]) -> List[Node]:
+    """The roots of the tree the targets' routes make, as relay nodes;
+    a context that is no target and leads to one node only is left out."""
+    nodes: Dict[int, Node] = {}
+    roots: List[Node] = []
+    for context in targets:
+        _node_for(context, nodes, roots)[1] = context.context_id
+    return [_without_passages(root) for root in roots]
+
+
+def _node_for(context: Context, nodes: Dict[int, Node],
+              roots: List[Node]) -> Node:
+    node = nodes.get(context.context_id)
+    if node is None:
+        node = nodes[context.context_id] = [context, 0, []]
+        via = getattr(context, 'via', None)
+        above = roots if via is None else _node_for(via, nodes, roots)[2]
+        above.append(node)
+    return node
+
+
+def _without_passages(node: Node) -> Node:
+    context, here, below = node
+    below = [_without_passages(child) for child in below]
+    if not here and len(below) == 1:
+        return below[0]
+    return [context, here, below]
+
+
+class _Fanout:
+    """Each step as one call per root, at most *window* unanswered per
+    root; the failures met, the first for each target."""
+
+    def __init__(self, roots: List[Node], window: int) -> None:
+        self.window = window
+        self.unanswered = [(root, deque()) for root in roots]
+        self.failures: Dict[int, BaseException] = {}  # by context id
+        self.gone: set = set()  # roots whose whole tree failed
+
+    def send_all(self, first: bytes, source, chunk_size: int, temp: str,
+                 path: str) -> int:
+        chunk, offset = first, 0
+        try:
+            while chunk:
+                self.send('write', [temp, path, chunk, offset])
+                offset += len(chunk)
+                chunk = source.read(chunk_size)
+        except BaseException:
+            self.send('discard', [temp])
+            self.drain()
+            raise
+        return offset
+
+    def send(self, step: str, args: list) -> None:
+        for root, calls in self.unanswered:
+            if len(calls) >= self.window:
+                self._collect(root, calls.popleft())
+            if id(root) in self.gone:
+                continue
+            try:
+                calls.append(root[0].call_async(relay.run, step, args,
+                                                root[1], root[2]))
+            except Exception as exc:  # a context lost refuses calls
+                self._fail_all(root, exc)
+
+    def drain(self) -> None:
+        for root, calls in self.unanswered:
+            while calls:
+                self._collect(root, calls.popleft())
+
+    def _collect(self, root: Node, call: Future) -> None:
+        try:
+            failed = call.result()
+        except Exception as exc:
+            self._fail_all(root, exc)
+            return
+        for context, error in failed:
+            context = context or root[0]
+            self.failures.setdefault(context.context_id, error)
+
+    def _fail_all(self, root: Node, error: BaseException) -> None:
+        self.gone.add(id(root))
+        for target in relay.targets(root):
+            self.failures.setdefault(target.context_id, error)

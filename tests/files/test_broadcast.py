@@ -1,0 +1,168 @@
+"""plasmid.broadcast_file: one file to many contexts, each link carrying
+it once, each target getting it whole or keeping what it had, and the
+failures of some not stopping the others."""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pytest
+
+import plasmid
+from plasmid.files import broadcast
+from testbed.pythons import require_python
+
+CHUNK = 64 * 1024
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def working_in(context: plasmid.Context, directory) -> plasmid.Context:
+    """*context*, its working directory made *directory*: a relative
+    destination is then its own although the targets share this machine's
+    file system."""
+    os.makedirs(directory, exist_ok=True)
+    context.call(os.chdir, str(directory))
+    return context
+
+
+def leftovers(directory) -> list[str]:
+    return [name for name in os.listdir(directory) if '.plasmid-' in name]
+
+
+def test_each_link_carries_the_file_once(router, tmp_path) -> None:
+    """Four targets behind one link (a Python 2.7 intermediary, itself one
+    of them, and its children on 2.7, 3.13 and the master's Python, which
+    get their bytes from a Python 2 str) and one more beside it."""
+    middle = router.local(name='middle', python_path=require_python('2.7'))
+    pythons = [require_python('2.7'), require_python('3.13'), None]
+    below = [router.local(via=middle, name='below%d' % i, python_path=python)
+             for i, python in enumerate(pythons)]
+    beside = router.local(name='beside')
+    targets = [middle] + below + [beside]
+    for i, context in enumerate(targets):
+        working_in(context, tmp_path / str(i))
+    data = bytes(range(256)) * 1024 + os.urandom(CHUNK * 4)  # 6 chunks
+    (tmp_path / 'source').write_bytes(data)
+    sent = middle.stream.bytes_out
+    assert plasmid.broadcast_file(targets, tmp_path / 'source', 'copy',
+                                  mode=0o640, chunk_size=CHUNK) == len(data)
+    for i in range(len(targets)):
+        assert (tmp_path / str(i) / 'copy').read_bytes() == data
+        assert os.stat(tmp_path / str(i) / 'copy').st_mode & 0o777 == 0o640
+        assert leftovers(tmp_path / str(i)) == []
+    # Four copies would be 4 * 393,216 bytes; framing adds a few percent.
+    assert len(data) < middle.stream.bytes_out - sent < len(data) * 1.1
+
+
+@pytest.mark.parametrize('size', [100, 3 * CHUNK + 1])
+def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
+                                                      size) -> None:
+    """A target without the destination's directory, and two behind an
+    intermediary shut down before the copy, are named with their errors;
+    the rest get the file, the failed keep no temporary file."""
+    middle = router.local(name='middle')
+    fine = [working_in(router.local(via=middle, name='fine'),
+                       tmp_path / 'fine'),
+            working_in(router.local(name='fine too'), tmp_path / 'fine too')]
+    (tmp_path / 'fine' / 'sub').mkdir()
+    (tmp_path / 'fine too' / 'sub').mkdir()
+    no_dir = working_in(router.local(via=middle, name='no dir'),
+                        tmp_path / 'no dir')
+    lost_hop = router.local(name='lost hop')
+    lost = [router.local(via=lost_hop, name='lost %d' % i) for i in range(2)]
+    lost_hop.shutdown()
+    data = os.urandom(size)
+    (tmp_path / 'source').write_bytes(data)
+    with pytest.raises(plasmid.BroadcastError) as caught:
+        plasmid.broadcast_file(fine + [no_dir] + lost, tmp_path / 'source',
+                               'sub/copy', chunk_size=CHUNK)
+    failures = caught.value.failures
+    assert set(failures) == {no_dir} | set(lost)
+    assert isinstance(failures[no_dir], plasmid.CallError)
+    assert failures[no_dir].type_name == 'FileNotFoundError'
+    assert all(isinstance(failures[c], plasmid.ContextLost) for c in lost)
+    assert caught.value.size == size
+    text = str(caught.value)
+    assert '3 context(s)' in text and 'no dir: CallError' in text
+    assert 'lost 0: ContextLost' in text
+    for name in 'fine', 'fine too':
+        assert (tmp_path / name / 'sub' / 'copy').read_bytes() == data
+    assert os.listdir(tmp_path / 'no dir') == []
+
+
+def test_a_chunk_that_failed_keeps_its_target_from_committing(
+        router, tmp_path) -> None:
+    """The destination replaced by a directory after the first chunk
+    failed nowhere else: that target's first error is the one named."""
+    targets = [working_in(router.local(name=str(i)), tmp_path / str(i))
+               for i in range(2)]
+    os.mkdir(tmp_path / '1' / 'copy')  # rename over a directory fails
+    (tmp_path / 'source').write_bytes(os.urandom(2 * CHUNK))
+    with pytest.raises(plasmid.BroadcastError) as caught:
+        plasmid.broadcast_file(targets, tmp_path / 'source', 'copy',
+                               chunk_size=CHUNK)
+    assert list(caught.value.failures) == [targets[1]]
+    assert caught.value.failures[targets[1]].type_name == 'IsADirectoryError'
+    assert (tmp_path / '0' / 'copy').read_bytes() == \
+        (tmp_path / 'source').read_bytes()
+    assert leftovers(tmp_path / '1') == []
+
+
+def test_the_plan_leaves_out_contexts_that_only_pass_a_copy_on(
+        router) -> None:
+    """A hop leading to one target is not in the plan (its router
+    forwards the calls anyway); one where the routes branch is, and so is
+    a target with targets below it."""
+    hop = router.local(name='hop')
+    lone = router.local(via=router.local(via=hop, name='hop 2'), name='lone')
+    fork = router.local(name='fork')
+    left, right = (router.local(via=fork, name=n) for n in ('left', 'right'))
+    top = router.local(name='top')
+    under = router.local(via=top, name='under')
+    plan = broadcast.plan_for([lone, left, right, top, under])
+    assert plan == [
+        [lone, lone.context_id, []],
+        [fork, 0, [[left, left.context_id, []], [right, right.context_id, []]]],
+        [top, top.context_id, [[under, under.context_id, []]]],
+    ]
+
+
+def test_no_contexts_copies_nothing(tmp_path) -> None:
+    (tmp_path / 'source').write_bytes(b'12345')
+    assert plasmid.broadcast_file([], tmp_path / 'source', 'copy') == 5
+    with pytest.raises(FileNotFoundError):
+        plasmid.broadcast_file([], tmp_path / 'missing', 'copy')
+
+
+@pytest.mark.parametrize('contexts, kwargs, error', [
+    ('one', {}, TypeError), (['one'], {}, TypeError),
+    (['ctx'], {'mode': 0o10000}, ValueError),
+    (['ctx'], {'chunk_size': 0}, ValueError),
+    (['ctx'], {'remote_path': ''}, TypeError),
+])
+def test_bad_arguments_are_refused_before_anything_moves(
+        router, tmp_path, contexts, kwargs, error) -> None:
+    ctx = router.local()
+    if contexts == 'one':
+        contexts = ctx
+    elif contexts == ['ctx']:
+        contexts = [ctx]
+    (tmp_path / 'source').write_bytes(b'data')
+    arguments = dict(remote_path=str(tmp_path / 'there'))
+    arguments.update(kwargs)
+    with pytest.raises(error):
+        plasmid.broadcast_file(contexts, tmp_path / 'source', **arguments)
+    assert sorted(os.listdir(tmp_path)) == ['source']
+
+
+def test_contexts_of_two_routers_are_refused(router, tmp_path) -> None:
+    (tmp_path / 'source').write_bytes(b'data')
+    with plasmid.Router() as other:
+        with pytest.raises(ValueError, match='one router'):
+            plasmid.broadcast_file([router.local(), other.local()],
+                                   tmp_path / 'source', 'copy')
