@@ -19,7 +19,7 @@ from collections import deque
 from typing import Dict, Iterable, List, Optional
 
 from plasmid.core.context import Context, Future
-from plasmid.core.errors import Error
+from plasmid.core.errors import Error, TimeoutError
 from plasmid.files import relay
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, Path,
                                     check_arguments, remote_path_of,
@@ -54,30 +54,33 @@ class BroadcastError(Error):
 
 def broadcast_file(contexts: Iterable[Context], local_path: Path,
                    remote_path: Path, mode: Optional[int] = None,
-                   chunk_size: int = CHUNK_SIZE,
-                   window: int = WINDOW) -> int:
+                   chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
+                   timeout: Optional[float] = None) -> int:
     """Copy the file *local_path* here to *remote_path* in every one of
     *contexts*; return its size.  Each link carries the file once: a
     context that started several of them passes it on.  *mode*,
-    *chunk_size* and *window* are as for :func:`plasmid.put_file`.
+    *chunk_size* and *window* are as for :func:`plasmid.put_file`;
+    *timeout* is the seconds one step (a chunk, the commit) may take in
+    a target: one that takes longer fails with
+    :class:`plasmid.TimeoutError`, and so do the targets behind a hop that
+    does, and they are sent nothing more but a discard.
 
     Raises :class:`BroadcastError` once done if some contexts did not get
     the file (the others did)."""
     targets = _unique(contexts)
     remote_path = remote_path_of(remote_path)
-    check_arguments(mode, chunk_size, window)
+    check_arguments(mode, chunk_size, window, timeout)
     temp = temp_beside(remote_path)
     with open(local_path, 'rb') as source:
         if not targets:
             return os.fstat(source.fileno()).st_size
-        fanout = _Fanout(plan_for(targets), window)
+        fanout = _Fanout(plan_for(targets), temp, window, timeout)
         first = source.read(chunk_size)
         if len(first) < chunk_size:
             fanout.send('put_whole', [temp, remote_path, first, mode])
             size = len(first)
         else:
-            size = fanout.send_all(first, source, chunk_size, temp,
-                                   remote_path)
+            size = fanout.send_all(first, source, chunk_size, remote_path)
             fanout.send('commit', [temp, remote_path, mode, size])
         fanout.drain()
     if fanout.failures:
@@ -138,22 +141,25 @@ class _Fanout:
     """Each step as one call per root, at most *window* unanswered per
     root; the failures met, the first for each target."""
 
-    def __init__(self, roots: List[Node], window: int) -> None:
+    def __init__(self, roots: List[Node], temp: str, window: int,
+                 timeout: Optional[float]) -> None:
+        self.temp = temp
         self.window = window
+        self.timeout = timeout
         self.unanswered = [(root, deque()) for root in roots]
         self.failures: Dict[int, BaseException] = {}  # by context id
         self.gone: set = set()  # roots whose whole tree failed
 
-    def send_all(self, first: bytes, source, chunk_size: int, temp: str,
+    def send_all(self, first: bytes, source, chunk_size: int,
                  path: str) -> int:
         chunk, offset = first, 0
         try:
             while chunk:
-                self.send('write', [temp, path, chunk, offset])
+                self.send('write', [self.temp, path, chunk, offset])
                 offset += len(chunk)
                 chunk = source.read(chunk_size)
         except BaseException:
-            self.send('discard', [temp])
+            self.send('discard', [self.temp])
             self.drain()
             raise
         return offset
@@ -166,7 +172,8 @@ class _Fanout:
                 continue
             try:
                 calls.append(root[0].call_async(relay.run, step, args,
-                                                root[1], root[2]))
+                                                root[1], root[2],
+                                                self.timeout))
             except Exception as exc:  # a context lost refuses calls
                 self._fail_all(root, exc)
 
@@ -176,8 +183,16 @@ class _Fanout:
                 self._collect(root, calls.popleft())
 
     def _collect(self, root: Node, call: Future) -> None:
+        if id(root) in self.gone:
+            return  # given up on: its answers are no longer awaited
+        wait = self.timeout and self.timeout * (
+            relay.height_below(root[2]) + 1)  # as the root waits, and a level
         try:
-            failed = call.result()
+            failed = call.result(wait)
+        except TimeoutError as exc:
+            relay.discard_later(root, self.temp)
+            self._fail_all(root, exc)
+            return
         except Exception as exc:
             self._fail_all(root, exc)
             return

@@ -29,22 +29,25 @@ WINDOW = 4             # chunks on their way at most, per copy
 
 def put_file(context: Context, local_path: Path, remote_path: Path,
              mode: Optional[int] = None, chunk_size: int = CHUNK_SIZE,
-             window: int = WINDOW) -> int:
+             window: int = WINDOW, timeout: Optional[float] = None) -> int:
     """Copy the file *local_path* here to *remote_path* in *context*;
     return its size.  *mode* (say ``0o644``) is set exactly; None keeps
     the mode of the file it replaces, or gives a new file 0o666 less the
     context's umask.  Errors on the target raise :class:`plasmid.CallError`
     naming the target's exception (FileNotFoundError for a missing
-    directory, PermissionError ...); the destination is then untouched."""
+    directory, PermissionError ...); the destination is then untouched.
+    *timeout*: seconds any one answer may take, else
+    :class:`plasmid.TimeoutError` (the steps already sent still run there:
+    the file may yet appear, whole)."""
     remote_path = remote_path_of(remote_path)
-    check_arguments(mode, chunk_size, window)
+    check_arguments(mode, chunk_size, window, timeout)
     temp = temp_beside(remote_path)
     with open(local_path, 'rb') as source:
         first = source.read(chunk_size)
         if len(first) < chunk_size:
-            return context.call(remote.put_whole, temp, remote_path, first,
-                                mode)
-        sender = _Sender(context, temp, remote_path, window)
+            return context.call_async(remote.put_whole, temp, remote_path,
+                                      first, mode).result(timeout)
+        sender = _Sender(context, temp, remote_path, window, timeout)
         try:
             size = sender.send_all(first, source, chunk_size)
             return sender.finish(mode, size)
@@ -54,16 +57,19 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
 
 
 def fetch_file(context: Context, remote_path: Path, local_path: Path,
-               chunk_size: int = CHUNK_SIZE, window: int = WINDOW) -> int:
+               chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
+               timeout: Optional[float] = None) -> int:
     """Copy the file *remote_path* in *context* to *local_path* here;
     return its size.  A new local file gets 0o666 less this process's
     umask; one replaced keeps its mode.  Errors on the target raise
-    :class:`plasmid.CallError`; *local_path* is then untouched."""
+    :class:`plasmid.CallError`, an answer that takes longer than *timeout*
+    seconds :class:`plasmid.TimeoutError`; *local_path* is then
+    untouched."""
     remote_path = remote_path_of(remote_path)
     local_path = os.fspath(local_path)
-    _check_sizes(chunk_size, window)
+    check_arguments(None, chunk_size, window, timeout)
     temp = temp_beside(local_path)
-    reads = _Reader(context, remote_path, chunk_size, window)
+    reads = _Reader(context, remote_path, chunk_size, window, timeout)
     try:
         first = reads.next_chunk()  # before a file exists here
         with open(temp, 'xb') as out:
@@ -85,22 +91,22 @@ def remote_path_of(path: Path) -> str:
     return path
 
 
-def check_arguments(mode: Optional[int], chunk_size: int,
-                    window: int) -> None:
-    """Refuse a put's bad arguments before anything moves."""
+def check_arguments(mode: Optional[int], chunk_size: int, window: int,
+                    timeout: Optional[float]) -> None:
+    """Refuse a copy's bad arguments before anything moves."""
     if mode is not None and (isinstance(mode, bool) or not isinstance(
             mode, int) or not 0 <= mode <= 0o7777):
         raise ValueError('mode must be None or an int from 0 to 0o7777, '
                          'not %r' % (mode,))
-    _check_sizes(chunk_size, window)
-
-
-def _check_sizes(chunk_size: int, window: int) -> None:
     for name, value in (('chunk_size', chunk_size), ('window', window)):
         if isinstance(value, bool) or not isinstance(value, int) or \
                 value < 1:
             raise ValueError('%s must be a positive int, not %r'
                              % (name, value))
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+            timeout, (int, float)) or not timeout > 0):
+        raise ValueError('timeout must be None or a positive number of '
+                         'seconds, not %r' % (timeout,))
 
 
 def temp_beside(path: str) -> str:
@@ -114,11 +120,12 @@ class _Sender:
     """A put's chunks on their way, at most *window* of them unanswered."""
 
     def __init__(self, context: Context, temp: str, path: str,
-                 window: int) -> None:
+                 window: int, timeout: Optional[float]) -> None:
         self.context = context
         self.temp = temp
         self.path = path
         self.window = window
+        self.timeout = timeout
         self.unanswered: deque[Future] = deque()
 
     def send_all(self, first: bytes, source, chunk_size: int) -> int:
@@ -131,7 +138,7 @@ class _Sender:
 
     def _send(self, chunk: bytes, offset: int) -> None:
         if len(self.unanswered) >= self.window:
-            self.unanswered.popleft().result()
+            self.unanswered.popleft().result(self.timeout)
         self.unanswered.append(self.context.call_async(
             remote.write, self.temp, self.path, chunk, offset))
 
@@ -141,13 +148,15 @@ class _Sender:
         committed = self.context.call_async(remote.commit, self.temp,
                                             self.path, mode, size)
         while self.unanswered:
-            self.unanswered.popleft().result()
-        return committed.result()
+            self.unanswered.popleft().result(self.timeout)
+        return committed.result(self.timeout)
 
     def abandon(self) -> None:
-        """Remove the temporary file, if the context is still there."""
+        """Remove the temporary file, if the context is still there; no
+        longer waited for than a chunk."""
         try:
-            self.context.call(remote.discard, self.temp)
+            self.context.call_async(remote.discard, self.temp).result(
+                self.timeout)
         except Exception:  # the context is gone, or cannot: nothing to do
             pass
 
@@ -158,11 +167,12 @@ class _Reader:
     answers to the reads past its end (empty) are not waited for."""
 
     def __init__(self, context: Context, path: str, chunk_size: int,
-                 window: int) -> None:
+                 window: int, timeout: Optional[float]) -> None:
         self.context = context
         self.path = path
         self.chunk_size = chunk_size
         self.window = window
+        self.timeout = timeout
         self.offset = 0  # of the next read to send
         self.asked: deque[Future] = deque()
         self.ended = False
@@ -173,7 +183,7 @@ class _Reader:
                 remote.read, self.path, self.offset, self.chunk_size))
             self.offset += self.chunk_size
         # A Python 2 context's bytes are its str: they come as text.
-        chunk = bytes_from_wire(self.asked.popleft().result())
+        chunk = bytes_from_wire(self.asked.popleft().result(self.timeout))
         if len(chunk) < self.chunk_size:
             # The reads after it went past the end (or found a file that
             # grew): not waited for, as the last was sent as the chunk

@@ -4,6 +4,7 @@ failures of some not stopping the others."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterator
 
 import pytest
@@ -113,6 +114,34 @@ def test_a_chunk_that_failed_keeps_its_target_from_committing(
     assert leftovers(tmp_path / '1') == []
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_target_that_does_not_answer_fails_alone(router, tmp_path,
+                                                   version) -> None:
+    """Targets busy past the timeout, one behind an intermediary (on the
+    master's Python, on 2.7) and one not, fail with TimeoutError; their
+    siblings get the file, and the busy ones, once free, remove what they
+    wrote and commit nothing."""
+    middle = router.local(name='middle',
+                          python_path=version and require_python(version))
+    busy = working_in(router.local(via=middle, name='busy'), tmp_path / 'b')
+    fine = working_in(router.local(via=middle, name='fine'), tmp_path / 'f')
+    busy_top = working_in(router.local(name='busy top'), tmp_path / 't')
+    data = os.urandom(3 * CHUNK + 1)
+    (tmp_path / 'source').write_bytes(data)
+    naps = [context.call_async(time.sleep, 2) for context in (busy, busy_top)]
+    with pytest.raises(plasmid.BroadcastError) as caught:
+        plasmid.broadcast_file([busy, fine, busy_top], tmp_path / 'source',
+                               'copy', chunk_size=CHUNK, timeout=0.3)
+    assert set(caught.value.failures) == {busy, busy_top}
+    assert all(isinstance(error, plasmid.TimeoutError)
+               for error in caught.value.failures.values())
+    assert (tmp_path / 'f' / 'copy').read_bytes() == data
+    for nap, context, directory in zip(naps, (busy, busy_top), 'bt'):
+        nap.result()
+        context.call(os.getpid)  # after the steps queued before it
+        assert os.listdir(tmp_path / directory) == []
+
+
 def test_the_plan_leaves_out_contexts_that_only_pass_a_copy_on(
         router) -> None:
     """A hop leading to one target is not in the plan (its router
@@ -143,6 +172,7 @@ def test_no_contexts_copies_nothing(tmp_path) -> None:
     ('one', {}, TypeError), (['one'], {}, TypeError),
     (['ctx'], {'mode': 0o10000}, ValueError),
     (['ctx'], {'chunk_size': 0}, ValueError),
+    (['ctx'], {'timeout': 0}, ValueError),
     (['ctx'], {'remote_path': ''}, TypeError),
 ])
 def test_bad_arguments_are_refused_before_anything_moves(

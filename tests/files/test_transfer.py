@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -189,7 +190,9 @@ def test_through_an_intermediary(router, tmp_path) -> None:
     ({'mode': '0644'}, ValueError), ({'mode': 0o10000}, ValueError),
     ({'mode': True}, ValueError), ({'chunk_size': 0}, ValueError),
     ({'window': 1.5}, ValueError), ({'remote_path': ''}, TypeError),
-    ({'remote_path': b'/tmp/x'}, TypeError),
+    ({'remote_path': b'/tmp/x'}, TypeError), ({'timeout': 0}, ValueError),
+    ({'timeout': -1}, ValueError), ({'timeout': '1'}, ValueError),
+    ({'timeout': True}, ValueError),
 ])
 def test_bad_arguments_are_refused_before_anything_moves(
         router, tmp_path, kwargs, error) -> None:
@@ -200,6 +203,29 @@ def test_bad_arguments_are_refused_before_anything_moves(
     with pytest.raises(error):
         transfer.put_file(ctx, tmp_path / 'source', **arguments)
     assert sorted(os.listdir(tmp_path)) == ['source']
+
+
+@pytest.mark.parametrize('size', [100, 3 * CHUNK + 5])
+def test_a_context_that_does_not_answer_in_time_raises_timeout(
+        router, tmp_path, size) -> None:
+    """Both ways; a fetch leaves nothing here; the put's steps queued
+    there still run (the file appears whole, or not at all)."""
+    ctx = router.local()
+    (tmp_path / 'source').write_bytes(os.urandom(size))
+    nap = ctx.call_async(time.sleep, 1.5)
+    with pytest.raises(plasmid.TimeoutError):
+        plasmid.fetch_file(ctx, str(tmp_path / 'source'), tmp_path / 'back',
+                           chunk_size=CHUNK, timeout=0.2)
+    assert sorted(os.listdir(tmp_path)) == ['source']
+    with pytest.raises(plasmid.TimeoutError):
+        plasmid.put_file(ctx, tmp_path / 'source', str(tmp_path / 'there'),
+                         chunk_size=CHUNK, timeout=0.2)
+    nap.result()
+    ctx.call(os.getpid)  # after the steps queued before it
+    assert leftovers(tmp_path) == []
+    there = tmp_path / 'there'
+    assert not there.exists() or \
+        there.read_bytes() == (tmp_path / 'source').read_bytes()
 
 
 def test_a_file_is_written_as_the_contexts_account(router, tmp_path) -> None:
