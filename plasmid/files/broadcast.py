@@ -19,7 +19,7 @@ from collections import deque
 from typing import Dict, Iterable, List, Optional
 
 from plasmid.core.context import Context, Future
-from plasmid.core.errors import Error, TimeoutError
+from plasmid.core.errors import Error
 from plasmid.files import relay
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, Path,
                                     check_arguments, remote_path_of,
@@ -189,11 +189,7 @@ class _Fanout:
             relay.height_below(root[2]) + 1)  # as the root waits, and a level
         try:
             failed = call.result(wait)
-        except TimeoutError as exc:
-            relay.discard_later(root, self.temp)
-            self._fail_all(root, exc)
-            return
-        except Exception as exc:
+        except Exception as exc:  # lost, or late: TimeoutError
             self._fail_all(root, exc)
             return
         for context, error in failed:
@@ -201,6 +197,9 @@ class _Fanout:
             self.failures.setdefault(context.context_id, error)
 
     def _fail_all(self, root: Node, error: BaseException) -> None:
+        """Give up on *root*: its targets failed, it gets no more steps
+        but a discard (which runs once it is free, if it is there)."""
         self.gone.add(id(root))
+        relay.discard_later(root, self.temp)
         for target in relay.targets(root):
             self.failures.setdefault(target.context_id, error)
