@@ -60,6 +60,41 @@ def test_each_link_carries_the_file_once(router, tmp_path) -> None:
     assert len(data) < middle.stream.bytes_out - sent < len(data) * 1.1
 
 
+def test_through_an_ssh_login_to_its_sudo_accounts(sshd, router) -> None:
+    """One copy over the ssh link, three files behind it, each owned by
+    the account of its context."""
+    import pwd
+    import shutil
+    import tempfile
+    login = router.ssh(**sshd.ssh_kwargs())
+    contexts = {'root': router.sudo(via=login),
+                sshd.sudo_password_user: router.sudo(
+                    username=sshd.sudo_password_user,
+                    password=sshd.password, via=login),
+                sshd.user: router.local(via=login)}
+    shared = tempfile.mkdtemp(prefix='plasmid-broadcast-')
+    try:
+        os.chmod(shared, 0o755)
+        for account, context in contexts.items():
+            working_in(context, os.path.join(shared, account))
+            os.chmod(os.path.join(shared, account), 0o777)
+        source = os.path.join(shared, 'source')
+        data = os.urandom(2 * CHUNK + 3)
+        with open(source, 'wb') as f:
+            f.write(data)
+        sent = login.stream.bytes_out
+        plasmid.broadcast_file(list(contexts.values()), source, 'copy',
+                               chunk_size=CHUNK)
+        assert len(data) < login.stream.bytes_out - sent < len(data) * 1.2
+        for account in contexts:
+            copy = os.path.join(shared, account, 'copy')
+            with open(copy, 'rb') as f:
+                assert f.read() == data
+            assert os.stat(copy).st_uid == pwd.getpwnam(account).pw_uid
+    finally:
+        shutil.rmtree(shared)
+
+
 @pytest.mark.parametrize('size', [100, 3 * CHUNK + 1])
 def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
                                                       size) -> None:
