@@ -26,6 +26,15 @@ def setup_paths() -> None:
 
 # ------------------------------------------------------------ statistics
 
+def exit_unless_testbed() -> None:
+    """Stop with the reason when the tests' ssh test bed cannot run here
+    (not root, no sshd ...): the benchmarks that log in need it."""
+    from testbed import unavailable_reason  # found once setup_paths ran
+    reason = unavailable_reason()
+    if reason:
+        sys.exit('cannot run: ' + reason)
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of *values*."""
     ordered = sorted(values)

@@ -43,7 +43,6 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from typing import Callable
 
@@ -58,7 +57,7 @@ import bench_fns  # noqa: E402
 import plasmid  # noqa: E402
 from ssh_connect import (BENCH_USER, PYTHON, Peers,  # noqa: E402
                          private_testbed, repeat, shutdown)
-from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
+from testbed import LatencyProxy, SshServer  # noqa: E402
 
 Timer = Callable[[], None]
 
@@ -257,9 +256,7 @@ def main() -> None:
     parser.add_argument('--fanout-sizes', default='1024,16777216',
                         help='sizes of the files copied to them')
     args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        sys.exit('cannot run: ' + reason)
+    benchlib.exit_unless_testbed()
     print('# file copies -- %s' % benchlib.machine_line())
     work = tempfile.mkdtemp(prefix='plasmid-bench-files-')
     try:

@@ -111,8 +111,7 @@ import mitogen.master  # noqa: E402
 import importer_fns  # noqa: E402
 import plasmid  # noqa: E402
 from plasmid.master.router import MasterContext  # noqa: E402
-from testbed import (LatencyProxy, SshServer, ToxiproxyError,  # noqa: E402
-                     unavailable_reason)
+from testbed import LatencyProxy, SshServer, ToxiproxyError  # noqa: E402
 from testbed.accounts import ensure_account  # noqa: E402
 from testbed.pythons import available_pythons  # noqa: E402
 
@@ -614,9 +613,7 @@ def main() -> None:
                         help='start each trial\'s context through a bastion '
                         'that stays for the run')
     args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        sys.exit('cannot run: ' + reason)
+    benchlib.exit_unless_testbed()
     print('# imports over ssh at %d ms RTT -- %s' % (
         2 * args.latency_ms, benchlib.machine_line()))
     with private_testbed() as server, \

@@ -75,7 +75,7 @@ import bench_fns  # noqa: E402
 import plasmid  # noqa: E402
 from plasmid.master.bootstrap import build_blob  # noqa: E402
 from plasmid.master.router import MasterContext  # noqa: E402
-from testbed import LatencyProxy, SshServer, unavailable_reason  # noqa: E402
+from testbed import LatencyProxy, SshServer  # noqa: E402
 from testbed.accounts import ensure_account, remove_account, write_sudoers  # noqa: E402
 
 PYTHON = 'python3'
@@ -478,9 +478,7 @@ def main() -> None:
     parser.add_argument('--latency-calls', type=int, default=20,
                         help='timed calls per round through toxiproxy (default 20)')
     args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        sys.exit('cannot run: ' + reason)
+    benchlib.exit_unless_testbed()
     print('# ssh connect and round trip -- %s' % benchlib.machine_line())
     with private_testbed() as server:
         run(server, args)

@@ -25,7 +25,6 @@ import argparse
 import os
 import resource
 import subprocess
-import sys
 import time
 
 import benchlib
@@ -37,7 +36,6 @@ import mitogen.master  # noqa: E402
 import plasmid  # noqa: E402
 from ssh_connect import (BENCH_USER, Peers, connect_and_call,  # noqa: E402
                          private_testbed)
-from testbed import unavailable_reason  # noqa: E402
 
 
 def children_cpu() -> float:
@@ -85,9 +83,7 @@ def main() -> None:
                         help='comma-separated KexAlgorithms values; default '
                         'is the client\'s own choice (default %(default)s)')
     args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        sys.exit('cannot run: %s' % reason)
+    benchlib.exit_unless_testbed()
     print('# ssh key exchange per login -- %s' % benchlib.machine_line())
     version = subprocess.run(['ssh', '-V'], capture_output=True, text=True)
     print('# %s; %d reps, medians' % (version.stderr.strip(), args.reps))
