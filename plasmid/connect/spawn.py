@@ -269,6 +269,11 @@ class Handshake(object):
                                  b'not found' in self.stderr or
                                  b'No such file' in self.stderr)):
             return NO_PYTHON + repr(self.spec.get('python_path'))
+        if status == 0 and self.reader is None:
+            # A success before the interpreter said a word: no Python ran.
+            return ('the process exited during start-up with status 0 '
+                    'before its interpreter started: is python_path=%r a '
+                    'Python interpreter?' % (self.spec.get('python_path'),))
         return 'the process exited during start-up' + ended_how(status)
 
     def _stderr_said(self):

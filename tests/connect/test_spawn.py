@@ -239,6 +239,8 @@ def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
                 sys.executable, '-c', 'import os; os.kill(os.getpid(), 9)'])
         with pytest.raises(plasmid.ConnectError) as closed:
             router.local(**FAILURES['closes its output'])
+        with pytest.raises(plasmid.ConnectError) as no_python:
+            router.local(python_path='/bin/true')
     assert str(killed.value).endswith(
         'the process exited during start-up (killed by signal 9)'), \
         killed.value
@@ -247,6 +249,9 @@ def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
     assert str(exited.value).endswith(
         'the process exited during start-up with status 3: going away'), \
         exited.value
+    assert str(no_python.value).endswith(
+        "with status 0 before its interpreter started: is "
+        "python_path='/bin/true' a Python interpreter?"), no_python.value
     assert closed.value.ended is False
     assert str(closed.value).endswith(
         'the process closed its output during start-up'), closed.value
