@@ -67,3 +67,9 @@ def read_whole(path):
     can do."""
     with open(path, 'rb') as f:
         return f.read()
+
+
+def peak_rss_kib():
+    """This process's resident memory at its highest so far, in KiB."""
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -24,8 +24,6 @@ def setup_paths() -> None:
             sys.path.insert(0, path)
 
 
-# ------------------------------------------------------------ statistics
-
 def exit_unless_testbed() -> None:
     """Stop with the reason when the tests' ssh test bed cannot run here
     (not root, no sshd ...): the benchmarks that log in need it."""
@@ -34,6 +32,8 @@ def exit_unless_testbed() -> None:
     if reason:
         sys.exit('cannot run: ' + reason)
 
+
+# ------------------------------------------------------------ statistics
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100) of *values*."""

@@ -27,6 +27,13 @@ from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, Path,
 
 Node = list  # [context, here, below]: see plasmid.files.relay
 
+# Bytes of chunks one process may hold on their way: the master holds up
+# to a window of them per root, a hop that branches one per branch (each
+# a copy of its own, as each is a call) and the window queued for it.
+# Wide trees get smaller chunks, down to MIN_CHUNK.
+MEMORY_BUDGET = 64 << 20
+MIN_CHUNK = 64 << 10
+
 
 class BroadcastError(Error):
     """:func:`broadcast_file` reached some of its contexts, not all.
@@ -74,7 +81,9 @@ def broadcast_file(contexts: Iterable[Context], local_path: Path,
     with open(local_path, 'rb') as source:
         if not targets:
             return os.fstat(source.fileno()).st_size
-        fanout = _Fanout(plan_for(targets), temp, window, timeout)
+        plan = plan_for(targets)
+        chunk_size = chunk_for(plan, chunk_size, window)
+        fanout = _Fanout(plan, temp, window, timeout)
         first = source.read(chunk_size)
         if len(first) < chunk_size:
             fanout.send('put_whole', [temp, remote_path, first, mode])
@@ -116,6 +125,19 @@ def plan_for(targets: List[Context]) -> List[Node]:
     for context in targets:
         _node_for(context, nodes, roots)[1] = context.context_id
     return [_without_passages(root) for root in roots]
+
+
+def chunk_for(plan: List[Node], chunk_size: int, window: int) -> int:
+    """*chunk_size*, or less so that the chunks on their way in any one
+    process stay within MEMORY_BUDGET (not below MIN_CHUNK)."""
+    held = max(len(plan) * window, _widest(plan) + window)
+    return min(chunk_size, max(MIN_CHUNK, MEMORY_BUDGET // held))
+
+
+def _widest(nodes: List[Node]) -> int:
+    """The most branches any node under *nodes* passes a chunk to."""
+    return max([max(len(node[2]), _widest(node[2])) for node in nodes] or
+               [0])
 
 
 def _node_for(context: Context, nodes: Dict[int, Node],

@@ -196,6 +196,22 @@ def test_the_plan_leaves_out_contexts_that_only_pass_a_copy_on(
     ]
 
 
+def test_wide_trees_get_smaller_chunks() -> None:
+    """The chunks on their way in one process stay within the budget: the
+    master's window per root, or a hop's one per branch and its window."""
+    def leaves(count):
+        return [[None, 1, []] for _ in range(count)]
+    mib = 1 << 20
+    assert broadcast.chunk_for(leaves(3), 4 * mib, 4) == 4 * mib
+    assert broadcast.chunk_for(leaves(100), 4 * mib, 4) == (64 * mib) // 400
+    bastion = [[None, 0, leaves(200)], [None, 1, leaves(2)]]
+    assert broadcast.chunk_for(bastion, 4 * mib, 4) == (64 * mib) // 204
+    deep = [[None, 0, [[None, 0, leaves(60)]]]]
+    assert broadcast.chunk_for(deep, 4 * mib, 2) == (64 * mib) // 62
+    assert broadcast.chunk_for(leaves(5000), 4 * mib, 4) == 64 << 10
+    assert broadcast.chunk_for(leaves(5000), 1000, 4) == 1000
+
+
 def test_no_contexts_copies_nothing(tmp_path) -> None:
     (tmp_path / 'source').write_bytes(b'12345')
     assert plasmid.broadcast_file([], tmp_path / 'source', 'copy') == 5
