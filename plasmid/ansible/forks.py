@@ -531,10 +531,10 @@ def _let_go_of_links():  # pragma: no cover - in the child
     """/dev/null over the context's links to its parent and to the
     children it started: a module process that held them while it ran hid
     the context's death from its parent and from those children until the
-    module ended (the core's fork hook releases the parent's link alone,
-    and only on Python 3.7+).  Read-write, as the link was."""
+    module ended.  The core's fork hook does this on Python 3.7+; Python
+    2.7 and 3.6 have no fork hooks.  Read-write, as the link was."""
     here = context_process.current
-    if here is None:
+    if here is None or hasattr(os, 'register_at_fork'):
         return
     null = os.open(os.devnull, os.O_RDWR)
     for stream in [here.parent] + here.children:

@@ -68,12 +68,15 @@ class ChildContext(object):
         os.dup2(null, 0)
         os.close(null)
         # A fork of this context (a call's os.fork, multiprocessing) lets
-        # go of the link, which it would keep open while it lives, hiding
-        # this context's exit: /dev/null (fd 0) in its place keeps the fd
-        # numbers the streams hold taken.  Python 3.7+ (before: dict, a
-        # function that takes the keyword and does nothing).
+        # go of its links to the parent and to the children it started
+        # (not of those closed: their fd numbers may be anyone's now),
+        # which it would keep open while it lives, hiding this context's
+        # exit: /dev/null (fd 0) in their place keeps the fd numbers the
+        # streams hold taken.  Python 3.7+ (before: dict, a function that
+        # takes the keyword and does nothing).
         getattr(os, 'register_at_fork', dict)(after_in_child=lambda: [
-            os.dup2(0, fd) for fd in (self.rfd, self.wfd)])
+            os.dup2(0, fd) for s in self.children + [self.parent]
+            if not s.closed for fd in (s.rfd, s.wfd)])
         self.config, reader = read_boot(self.rfd, boot_frame)
         reader.max_message = self.config['max_message']
         self.loop = Loop()
@@ -89,10 +92,6 @@ class ChildContext(object):
         self.importer = Importer(self.router, self.config['master_version'])
         self.stopping = False
         self.children = []  # streams of processes this context started
-
-    @property
-    def context_id(self):
-        return self.router.context_id
 
     def context_for(self, context_id, name):
         """Context handles decoded here all share one router."""
@@ -148,11 +147,9 @@ class ChildContext(object):
 
     def _finish(self):
         """Main thread, after the last call: flush everything, then exit."""
-        for stream in list(self.children):
-            if not stream.closed:
-                for cid, s in list(self.router.routes.items()):
-                    if s is stream:
-                        self.router.send_value(cid, SHUTDOWN, None)
+        for cid, stream in list(self.router.routes.items()):
+            if not stream.closed:  # every route leads through a child
+                self.router.send_value(cid, SHUTDOWN, None)
         self.loop.run_until(
             lambda: all(s.closed for s in self.children),
             CHILD_SHUTDOWN_WAIT)

@@ -90,6 +90,29 @@ def test_a_context_that_dies_while_its_fork_lives_is_lost_at_once(
         os.kill(fork, signal.SIGKILL)
 
 
+@pytest.mark.parametrize('version', [None, '3.7', '3.13'])
+def test_a_fork_of_an_intermediary_lets_go_of_its_childrens_links(
+        router: plasmid.Router, version: str | None) -> None:
+    """A fork made by a call in an intermediary let go of the links to
+    the intermediary's children too: they saw the intermediary's end only
+    when the fork exited, and lived on that long after it died."""
+    python = version and require_python(version)
+    middle = router.local(python_path=python)
+    below = router.local(via=middle)
+    ended = router.local(via=middle)
+    ended.shutdown()  # a closed link, which the fork leaves alone
+    below_pid = below.call(local_fns.getpid)
+    fork = middle.call(local_fns.fork_sleeper, 120)
+    try:
+        with pytest.raises(plasmid.ContextLost):
+            middle.call_async(local_fns.exit_now, 3).result(
+                timeout=LOST_WITHIN)
+        assert wait_gone([below_pid], LOST_WITHIN) == set()
+        assert alive(fork)  # gone while the fork still runs
+    finally:
+        os.kill(fork, signal.SIGKILL)
+
+
 @pytest.mark.parametrize('version', [None, '2.7', '3.13'])
 def test_a_fork_that_returns_from_a_call_exits(
         router: plasmid.Router, version: str | None) -> None:
