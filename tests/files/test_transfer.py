@@ -194,14 +194,18 @@ def test_through_an_intermediary(router, tmp_path) -> None:
     ({'timeout': -1}, ValueError), ({'timeout': '1'}, ValueError),
     ({'timeout': True}, ValueError),
 ])
+@pytest.mark.parametrize('copy', ['put_file', 'broadcast_file'])
 def test_bad_arguments_are_refused_before_anything_moves(
-        router, tmp_path, kwargs, error) -> None:
+        router, tmp_path, kwargs, error, copy) -> None:
     ctx = router.local()
     (tmp_path / 'source').write_bytes(b'data')
     arguments = dict(remote_path=str(tmp_path / 'there'))
     arguments.update(kwargs)
     with pytest.raises(error):
-        transfer.put_file(ctx, tmp_path / 'source', **arguments)
+        if copy == 'put_file':
+            transfer.put_file(ctx, tmp_path / 'source', **arguments)
+        else:
+            plasmid.broadcast_file([ctx], tmp_path / 'source', **arguments)
     assert sorted(os.listdir(tmp_path)) == ['source']
 
 
