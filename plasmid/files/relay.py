@@ -6,8 +6,8 @@ a file crosses each link once whatever number of targets lie beyond it.
 A plan node is ``[context, here, below]``: *here* is the context's id if
 it is a target (its temporary file's name carries it: targets may share a
 file system), else 0; *below* lists the nodes it passes the step to
-(contexts it started, at any depth).  Shipped into contexts on first use: stdlib and
-plasmid.core only, Python 2.7-compatible.
+(contexts it started, at any depth).  Shipped into contexts on first use:
+stdlib and plasmid.core only, Python 2.7-compatible.
 """
 from __future__ import absolute_import
 

@@ -191,7 +191,8 @@ def test_the_plan_leaves_out_contexts_that_only_pass_a_copy_on(
     plan = broadcast.plan_for([lone, left, right, top, under])
     assert plan == [
         [lone, lone.context_id, []],
-        [fork, 0, [[left, left.context_id, []], [right, right.context_id, []]]],
+        [fork, 0, [[left, left.context_id, []],
+                   [right, right.context_id, []]]],
         [top, top.context_id, [[under, under.context_id, []]]],
     ]
 
