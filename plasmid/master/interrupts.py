@@ -1,5 +1,5 @@
-"""Ctrl-C in a threadless master lands between the loop's steps, never in
-the middle of one.
+"""Ctrl-C in a master lands between the loop's steps and between writes,
+never in the middle of one.
 
 A threadless master runs its I/O loop on the thread that waits, the main
 thread of a script or a REPL.  Python raises KeyboardInterrupt wherever
@@ -13,6 +13,14 @@ loop at all.  Where the main thread is at work inside a loop, the signal
 is sent again a moment later, and lands when that work is done; after
 MAX_RETRIES it is raised wherever it lands (a user's callback that never
 returns must not make Ctrl-C useless).
+
+A write to a stream is such a step on any thread of any master, threaded
+or not: a KeyboardInterrupt raised after ``os.write`` returned and before
+the stream noted how much it took lost the rest of a message, and the
+next one, framed as its continuation, made the context close the link
+("bad frame magic") and be lost.  So every router opened from the main
+thread installs the handler, and it defers while a stream's write is on
+the main thread's stack.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ import weakref
 from typing import Any, Optional
 
 from plasmid.core import loop as core_loop
+from plasmid.core import stream as core_stream
 
 RETRY_AFTER = 0.02  # seconds before a deferred Ctrl-C is sent again
 MAX_RETRIES = 100   # ~2 s of work in the loop, then it goes through
@@ -32,14 +41,19 @@ MAX_RETRIES = 100   # ~2 s of work in the loop, then it goes through
 SAFE_CODE = frozenset([core_loop.poll_once.__code__,
                        core_loop.Loop._poll.__code__,
                        core_loop.Loop._spin.__code__])
+# Where a KeyboardInterrupt may cut a message short: between a write and
+# the note of what it took.
+WRITE_CODE = frozenset([core_stream.Stream.send.__code__,
+                        core_stream.Stream.on_writable.__code__])
 
 _loops: "weakref.WeakSet[core_loop.Loop]" = weakref.WeakSet()
 _retries = [0]
 
 
 def guard(loop: core_loop.Loop) -> None:
-    """Defer Ctrl-C while the main thread is inside *loop*'s work; from
-    the main thread, where SIGINT still has Python's default handler."""
+    """Defer Ctrl-C while the main thread is inside *loop*'s work or a
+    stream's write; from the main thread, where SIGINT still has Python's
+    default handler."""
     if threading.current_thread() is not threading.main_thread():
         return
     _loops.add(loop)
@@ -58,7 +72,7 @@ def release(loop: core_loop.Loop) -> None:
 
 
 def _on_interrupt(signum: int, frame: Optional[Any]) -> None:
-    if _inside_loop_work(frame) and _retries[0] < MAX_RETRIES:
+    if _mid_step(frame) and _retries[0] < MAX_RETRIES:
         _retries[0] += 1
         again = threading.Timer(RETRY_AFTER, os.kill,
                                 (os.getpid(), signal.SIGINT))
@@ -69,7 +83,19 @@ def _on_interrupt(signum: int, frame: Optional[Any]) -> None:
     signal.default_int_handler(signum, frame)
 
 
-def _inside_loop_work(frame: Optional[Any]) -> bool:
+def _mid_step(frame: Optional[Any]) -> bool:
+    """Whether the main thread, interrupted in *frame*, is in the middle
+    of a stream's write or of a loop's work."""
     if frame is not None and frame.f_code in SAFE_CODE:
         return False
+    if _writing(frame):
+        return True
     return any(loop.owned_here() for loop in list(_loops))
+
+
+def _writing(frame: Optional[Any]) -> bool:
+    while frame is not None:
+        if frame.f_code in WRITE_CODE:
+            return True
+        frame = frame.f_back
+    return False

@@ -392,8 +392,7 @@ class Router:
         self.starts = StartsInFlight(self.lock)
         if threaded:
             self.loop.start_thread(lambda: self.stopping)
-        else:
-            interrupts.guard(self.loop)
+        interrupts.guard(self.loop)
         _live_routers.add(self)
 
     @property

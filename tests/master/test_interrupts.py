@@ -1,4 +1,4 @@
-"""Ctrl-C in a threadless master (plasmid.master.interrupts)."""
+"""Ctrl-C in a master (plasmid.master.interrupts)."""
 from __future__ import annotations
 
 import json
@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+
+import pytest
 
 from plasmid.master import interrupts
 from testbed.procs import interruptible
@@ -26,6 +28,22 @@ def test_an_interrupted_wait_loses_no_reply() -> None:
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen['hits'] >= 1, seen  # the interrupt struck some waits
     assert seen['lost'] == 0, seen
+
+
+@pytest.mark.parametrize('mode', ['threadless', 'threaded'])
+def test_an_interrupted_send_loses_no_bytes(mode: str) -> None:
+    """A KeyboardInterrupt after a write and before the stream noted what
+    it took cut a message short: the context closed its link on the next
+    one ("bad frame magic"), and every call was lost.  The script sends
+    SIGINT as each write returns to a send."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, 'interrupted_sends.py'),
+         mode, '20'], capture_output=True, text=True, timeout=300,
+        preexec_fn=interruptible)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen['interrupts'] >= 1, seen
+    assert seen['sent'] == seen['answered'] == 20, (seen, done.stderr)
 
 
 def test_the_default_handler_comes_back_with_the_last_router() -> None:
