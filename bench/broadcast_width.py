@@ -36,7 +36,7 @@ import mitogen.service  # noqa: E402
 
 import bench_fns  # noqa: E402
 import plasmid  # noqa: E402
-from plasmid.files import broadcast  # noqa: E402
+from plasmid.files import transfer  # noqa: E402
 
 # A copy: given the source, it starts its tool's contexts, copies, and
 # returns (seconds, the intermediary's peak KiB).
@@ -105,12 +105,12 @@ class Bench:
 
 
 def whole_chunks(targets: list, source: str) -> None:
-    budget = broadcast.MEMORY_BUDGET
-    broadcast.MEMORY_BUDGET = 1 << 62  # no cut for the width
+    budget = transfer.MEMORY_BUDGET
+    transfer.MEMORY_BUDGET = 1 << 62  # no cut for the width
     try:
         plasmid.broadcast_file(targets, source, 'copy')
     finally:
-        broadcast.MEMORY_BUDGET = budget
+        transfer.MEMORY_BUDGET = budget
 
 
 def put_each(targets: list, source: str) -> None:

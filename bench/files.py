@@ -31,7 +31,11 @@ crosses the ssh link once, the bastion passes each chunk on), plasmid's
 ``put_file`` to each in turn (N copies across the link), and Mitogen's
 ``FileService`` pulled by all N at once (N copies across the link, in
 parallel).  Mitogen's ``PushFileService``, which caches whole small files
-in each hop's RAM for its Ansible modules, is not measured.
+in each hop's RAM for its Ansible modules, is not measured.  And back
+("fan-in": the same file, as each context sees it, to a local file per
+context): plasmid's ``gather_file`` (every context's reads on their way at
+once), ``fetch_file`` from each in turn, and Mitogen with one call per
+context returning the whole file, all at once.
 
 One untimed warm-up per peer, then ``--reps`` rounds, the peers' order
 rotating; median and range of the wall time, and each peer's median over
@@ -168,6 +172,24 @@ class FanOut:
                     for context in self.mitogen]],
         }
 
+    def gathers_of(self, source: str) -> dict[str, Timer]:
+        """*source* (each context sees the same file) back from all."""
+        here = os.path.join(self.copies.work, 'gathered')
+        return {
+            'plasmid gather_file': lambda: plasmid.gather_file(
+                self.plasmid, source, os.path.join(here, 'p-{id}')),
+            'plasmid fetch_file from each': lambda: [
+                plasmid.fetch_file(context, source,
+                                   os.path.join(here, 'f-%d' % i))
+                for i, context in enumerate(self.plasmid)],
+            'Mitogen, one call each, all at once': lambda: [
+                write(os.path.join(here, 'm-%d' % i),
+                      receiver.get().unpickle())
+                for i, receiver in enumerate([
+                    context.call_async(bench_fns.read_whole, source)
+                    for context in self.mitogen])],
+        }
+
 
 def write(path: str, data: bytes) -> None:
     with open(path, 'wb') as f:
@@ -223,6 +245,14 @@ def run_fanout(copies: Copies, count: int, sources: list[str], reps: int,
         samples = repeat(timed(fan.copies_of(source)), reps)
         copies.check(source, fan.directory)
         print(report(samples, 'plasmid broadcast_file'))
+        print('\n## %s: fan-in from %d contexts behind the ssh context, '
+              '%d bytes each' % (title, count, os.path.getsize(source)))
+        gathered = os.path.join(copies.work, 'gathered')
+        os.mkdir(gathered)
+        samples = repeat(timed(fan.gathers_of(source)), reps)
+        copies.check(source, gathered)
+        shutil.rmtree(gathered)
+        print(report(samples, 'plasmid gather_file'))
     for context in fan.plasmid + fan.mitogen:
         shutdown(context)
     shutil.rmtree(fan.directory)

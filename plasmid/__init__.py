@@ -11,7 +11,8 @@ plasmid.master.bootstrap's CHILD_PACKAGE.)
 """
 __all__ = ['Router', 'Context', 'Future', 'as_completed', 'Error',
            'CallError', 'ConnectError', 'ContextLost', 'TimeoutError',
-           'put_file', 'fetch_file', 'broadcast_file', 'BroadcastError']
+           'put_file', 'fetch_file', 'broadcast_file', 'gather_file',
+           'CopyFailures']
 __version__ = '0.1.0'
 
 _LAZY = {
@@ -27,7 +28,8 @@ _LAZY = {
     'put_file': 'plasmid.files.transfer',
     'fetch_file': 'plasmid.files.transfer',
     'broadcast_file': 'plasmid.files.broadcast',
-    'BroadcastError': 'plasmid.files.broadcast',
+    'gather_file': 'plasmid.files.gather',
+    'CopyFailures': 'plasmid.files.transfer',
 }
 
 

@@ -19,44 +19,13 @@ from collections import deque
 from typing import Dict, Iterable, List, Optional
 
 from plasmid.core.context import Context, Future
-from plasmid.core.errors import Error
 from plasmid.files import relay
-from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, Path,
-                                    check_arguments, remote_path_of,
-                                    temp_beside)
+from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Path,
+                                    check_arguments, chunk_within_budget,
+                                    remote_path_of, temp_beside,
+                                    unique_contexts)
 
 Node = list  # [context, here, below]: see plasmid.files.relay
-
-# Bytes of chunks one process may hold on their way: the master holds up
-# to a window of them per root, a hop that branches one per branch (each
-# a copy of its own, as each is a call) and the window queued for it.
-# Wide trees get smaller chunks, down to MIN_CHUNK.
-MEMORY_BUDGET = 64 << 20
-MIN_CHUNK = 64 << 10
-
-
-class BroadcastError(Error):
-    """:func:`broadcast_file` reached some of its contexts, not all.
-
-    ``failures`` maps each context that has no new file to the error it
-    met there (:class:`plasmid.CallError`, :class:`plasmid.ContextLost`
-    ...); ``size`` is the file's.  The destination in those contexts is
-    as it was; every other context has the whole file.
-    """
-
-    def __init__(self, failures: Dict[Context, BaseException],
-                 size: int) -> None:
-        Error.__init__(self, failures, size)
-        self.failures = failures
-        self.size = size
-
-    def __str__(self) -> str:
-        lines = ['%d context(s) did not get the file:' % len(self.failures)]
-        for context, error in self.failures.items():
-            first = str(error).splitlines()[0] if str(error) else ''
-            lines.append('  %s: %s: %s' % (context.name,
-                                           type(error).__name__, first))
-        return '\n'.join(lines)
 
 
 def broadcast_file(contexts: Iterable[Context], local_path: Path,
@@ -72,9 +41,9 @@ def broadcast_file(contexts: Iterable[Context], local_path: Path,
     :class:`plasmid.TimeoutError`, and so do the targets behind a hop that
     does, and they are sent nothing more but a discard.
 
-    Raises :class:`BroadcastError` once done if some contexts did not get
-    the file (the others did)."""
-    targets = _unique(contexts)
+    Raises :class:`plasmid.CopyFailures` once done if some contexts did
+    not get the file (the others did)."""
+    targets = unique_contexts(contexts, 'broadcast_file')
     remote_path = remote_path_of(remote_path)
     check_arguments(mode, chunk_size, window, timeout)
     temp = temp_beside(remote_path)
@@ -93,28 +62,12 @@ def broadcast_file(contexts: Iterable[Context], local_path: Path,
             fanout.send('commit', [temp, remote_path, mode, size])
         fanout.drain()
     if fanout.failures:
-        by_id = {context.context_id: context for context in targets}
-        raise BroadcastError({by_id[context_id]: error for context_id, error
-                              in fanout.failures.items()}, size)
+        raise CopyFailures(
+            {context: fanout.failures[context.context_id]
+             for context in targets if context.context_id in fanout.failures},
+            {context: size for context in targets
+             if context.context_id not in fanout.failures})
     return size
-
-
-def _unique(contexts: Iterable[Context]) -> List[Context]:
-    if isinstance(contexts, (Context, str, bytes)):
-        raise TypeError('broadcast_file takes a list of contexts, not %r'
-                        % (contexts,))
-    unique: Dict[int, Context] = {}  # by id, which only a router gives
-    routers = set()
-    for context in contexts:
-        if not isinstance(context, Context):
-            raise TypeError('broadcast_file copies to contexts, not %r'
-                            % (context,))
-        routers.add(id(context.router))
-        unique.setdefault(context.context_id, context)
-    if len(routers) > 1:
-        raise ValueError('broadcast_file copies to the contexts of one '
-                         'router')
-    return list(unique.values())
 
 
 def plan_for(targets: List[Context]) -> List[Node]:
@@ -129,9 +82,11 @@ def plan_for(targets: List[Context]) -> List[Node]:
 
 def chunk_for(plan: List[Node], chunk_size: int, window: int) -> int:
     """*chunk_size*, or less so that the chunks on their way in any one
-    process stay within MEMORY_BUDGET (not below MIN_CHUNK)."""
-    held = max(len(plan) * window, _widest(plan) + window)
-    return min(chunk_size, max(MIN_CHUNK, MEMORY_BUDGET // held))
+    process stay within the budget: the master holds a window of them per
+    root, a hop one per branch (each a copy of its own, as each is a
+    call) and the window queued for it."""
+    return chunk_within_budget(chunk_size, max(len(plan) * window,
+                                               _widest(plan) + window))
 
 
 def _widest(nodes: List[Node]) -> int:

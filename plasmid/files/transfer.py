@@ -16,15 +16,48 @@ from __future__ import annotations
 import os
 import uuid
 from collections import deque
-from typing import Optional, Union
+from typing import Dict, Iterable, List, Optional, Union
 
 from plasmid.core.compat import bytes_from_wire
 from plasmid.core.context import Context, Future
+from plasmid.core.errors import Error
 from plasmid.files import remote
 
 Path = Union[str, 'os.PathLike[str]']
 CHUNK_SIZE = 4 << 20   # bytes per call: a few per window fill a fast link
 WINDOW = 4             # chunks on their way at most, per copy
+# Bytes of chunks one process may hold on their way in a copy to or from
+# many contexts (a window per context, each a copy of its own): many
+# contexts get smaller chunks, down to MIN_CHUNK.
+MEMORY_BUDGET = 64 << 20
+MIN_CHUNK = 64 << 10
+
+
+class CopyFailures(Error):
+    """A copy to or from many contexts (:func:`plasmid.broadcast_file`,
+    :func:`plasmid.gather_file`) failed for some of them; the others are
+    done.
+
+    ``failures`` maps each context that failed to its error
+    (:class:`plasmid.CallError`, :class:`plasmid.ContextLost`,
+    :class:`plasmid.TimeoutError` ...): its destination is as it was.
+    ``copied`` maps each of the others to the size of its file.
+    """
+
+    def __init__(self, failures: Dict[Context, BaseException],
+                 copied: Dict[Context, int]) -> None:
+        Error.__init__(self, failures, copied)
+        self.failures = failures
+        self.copied = copied
+
+    def __str__(self) -> str:
+        lines = ['%d of %d copies failed:' % (
+            len(self.failures), len(self.failures) + len(self.copied))]
+        for context, error in self.failures.items():
+            first = (str(error).splitlines() or [''])[0]
+            lines.append('  %s: %s: %s' % (context.name,
+                                           type(error).__name__, first))
+        return '\n'.join(lines)
 
 
 def put_file(context: Context, local_path: Path, remote_path: Path,
@@ -66,20 +99,16 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     seconds :class:`plasmid.TimeoutError`; *local_path* is then
     untouched."""
     remote_path = remote_path_of(remote_path)
-    local_path = os.fspath(local_path)
     check_arguments(None, chunk_size, window, timeout)
-    temp = temp_beside(local_path)
-    reads = _Reader(context, remote_path, chunk_size, window, timeout)
+    fetch = Fetch(context, remote_path, os.fspath(local_path), chunk_size,
+                  window, timeout)
     try:
-        first = reads.next_chunk()  # before a file exists here
-        with open(temp, 'xb') as out:
-            size = reads.write_all(first, out)
+        while not fetch.step():
+            pass
     except BaseException:
-        remote.discard(temp)
+        fetch.abandon()
         raise
-    # As a put ends on the target: the mode kept or a new file's, renamed
-    # into place whole, or the temporary file removed.
-    return remote.commit(temp, local_path, None, size)
+    return fetch.size
 
 
 def remote_path_of(path: Path) -> str:
@@ -107,6 +136,31 @@ def check_arguments(mode: Optional[int], chunk_size: int, window: int,
             timeout, (int, float)) or not timeout > 0):
         raise ValueError('timeout must be None or a positive number of '
                          'seconds, not %r' % (timeout,))
+
+
+def unique_contexts(contexts: Iterable[Context], caller: str
+                    ) -> List[Context]:
+    """*contexts* (a list, a set ...) without repeats, all of one router."""
+    if isinstance(contexts, (Context, str, bytes)):
+        raise TypeError('%s takes a list of contexts, not %r'
+                        % (caller, contexts))
+    unique: Dict[int, Context] = {}  # by id, which only a router gives
+    routers = set()
+    for context in contexts:
+        if not isinstance(context, Context):
+            raise TypeError('%s takes a list of contexts, and %r is not one'
+                            % (caller, context))
+        routers.add(id(context.router))
+        unique.setdefault(context.context_id, context)
+    if len(routers) > 1:
+        raise ValueError('%s takes the contexts of one router' % caller)
+    return list(unique.values())
+
+
+def chunk_within_budget(chunk_size: int, held: int) -> int:
+    """*chunk_size*, or less so that *held* chunks at once stay within
+    MEMORY_BUDGET (not below MIN_CHUNK)."""
+    return min(chunk_size, max(MIN_CHUNK, MEMORY_BUDGET // held))
 
 
 def temp_beside(path: str) -> str:
@@ -177,11 +231,15 @@ class _Reader:
         self.asked: deque[Future] = deque()
         self.ended = False
 
-    def next_chunk(self) -> bytes:
+    def ask(self) -> None:
+        """Send reads until *window* of them are on their way."""
         while not self.ended and len(self.asked) < self.window:
             self.asked.append(self.context.call_async(
                 remote.read, self.path, self.offset, self.chunk_size))
             self.offset += self.chunk_size
+
+    def next_chunk(self) -> bytes:
+        self.ask()
         # A Python 2 context's bytes are its str: they come as text.
         chunk = bytes_from_wire(self.asked.popleft().result(self.timeout))
         if len(chunk) < self.chunk_size:
@@ -192,12 +250,42 @@ class _Reader:
             self.asked.clear()
         return chunk
 
-    def write_all(self, first: bytes, out) -> int:
-        """Write *first* and the chunks after it to *out*; their size."""
-        chunk, size = first, 0
-        while True:
-            out.write(chunk)
-            size += len(chunk)
-            if self.ended:
-                return size
-            chunk = self.next_chunk()
+
+class Fetch:
+    """One fetch: its reads on their way from the start, each chunk
+    written as it comes to a temporary file beside *local_path* (made when
+    the first arrives: a file that is not there leaves nothing here),
+    renamed into place once whole."""
+
+    def __init__(self, context: Context, remote_path: str, local_path: str,
+                 chunk_size: int, window: int,
+                 timeout: Optional[float]) -> None:
+        self.context = context
+        self.local_path = local_path
+        self.temp = temp_beside(local_path)
+        self.reads = _Reader(context, remote_path, chunk_size, window,
+                             timeout)
+        self.out = None
+        self.size = 0
+        self.reads.ask()  # many fetches: all of them reading at once
+
+    def step(self) -> bool:
+        """Write the next chunk; True once the file is in place."""
+        chunk = self.reads.next_chunk()
+        if self.out is None:
+            self.out = open(self.temp, 'xb')
+        self.out.write(chunk)
+        self.size += len(chunk)
+        if not self.reads.ended:
+            return False
+        self.out.close()
+        # As a put ends on the target: the mode kept or a new file's,
+        # renamed into place whole, or the temporary file removed.
+        remote.commit(self.temp, self.local_path, None, self.size)
+        return True
+
+    def abandon(self) -> None:
+        """Remove the temporary file."""
+        if self.out is not None:
+            self.out.close()
+        remote.discard(self.temp)

@@ -55,7 +55,8 @@ LOG = logging.getLogger('plasmid.master.modules')
 
 # Master-only packages; a context importing these gets ImportError.
 PRIVATE_PREFIXES = ('plasmid.master', 'plasmid.cli',
-                    'plasmid.files.transfer', 'plasmid.files.broadcast')
+                    'plasmid.files.transfer', 'plasmid.files.broadcast',
+                    'plasmid.files.gather')
 
 # Of the Ansible accelerator only these run in contexts (payload); the rest
 # of plasmid.ansible is the controller's, refused as the packages above.

@@ -114,7 +114,7 @@ def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
     lost_hop.shutdown()
     data = os.urandom(size)
     (tmp_path / 'source').write_bytes(data)
-    with pytest.raises(plasmid.BroadcastError) as caught:
+    with pytest.raises(plasmid.CopyFailures) as caught:
         plasmid.broadcast_file(fine + [no_dir] + lost, tmp_path / 'source',
                                'sub/copy', chunk_size=CHUNK)
     failures = caught.value.failures
@@ -122,9 +122,9 @@ def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
     assert isinstance(failures[no_dir], plasmid.CallError)
     assert failures[no_dir].type_name == 'FileNotFoundError'
     assert all(isinstance(failures[c], plasmid.ContextLost) for c in lost)
-    assert caught.value.size == size
+    assert caught.value.copied == {context: size for context in fine}
     text = str(caught.value)
-    assert '3 context(s)' in text and 'no dir: CallError' in text
+    assert '3 of 5 copies failed' in text and 'no dir: CallError' in text
     assert 'lost 0: ContextLost' in text
     for name in 'fine', 'fine too':
         assert (tmp_path / name / 'sub' / 'copy').read_bytes() == data
@@ -139,7 +139,7 @@ def test_a_chunk_that_failed_keeps_its_target_from_committing(
                for i in range(2)]
     os.mkdir(tmp_path / '1' / 'copy')  # rename over a directory fails
     (tmp_path / 'source').write_bytes(os.urandom(2 * CHUNK))
-    with pytest.raises(plasmid.BroadcastError) as caught:
+    with pytest.raises(plasmid.CopyFailures) as caught:
         plasmid.broadcast_file(targets, tmp_path / 'source', 'copy',
                                chunk_size=CHUNK)
     assert list(caught.value.failures) == [targets[1]]
@@ -164,7 +164,7 @@ def test_a_target_that_does_not_answer_fails_alone(router, tmp_path,
     data = os.urandom(3 * CHUNK + 1)
     (tmp_path / 'source').write_bytes(data)
     naps = [context.call_async(time.sleep, 2) for context in (busy, busy_top)]
-    with pytest.raises(plasmid.BroadcastError) as caught:
+    with pytest.raises(plasmid.CopyFailures) as caught:
         plasmid.broadcast_file([busy, fine, busy_top], tmp_path / 'source',
                                'copy', chunk_size=CHUNK, timeout=0.3)
     assert set(caught.value.failures) == {busy, busy_top}

@@ -1,0 +1,121 @@
+"""plasmid.gather_file: one file from each of many contexts, each to a
+local file of its own, all of them reading at once; the failures of some
+do not stop the others."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Iterator
+
+import pytest
+
+import plasmid
+from testbed.pythons import require_python
+
+CHUNK = 64 * 1024
+
+
+@pytest.fixture
+def router() -> Iterator[plasmid.Router]:
+    with plasmid.Router() as r:
+        yield r
+
+
+def serving(context: plasmid.Context, directory, data: bytes):
+    """*context* working in *directory*, which holds *data* as 'data'."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, 'data'), 'wb') as f:
+        f.write(data)
+    context.call(os.chdir, str(directory))
+    return context
+
+
+def leftovers(directory) -> list[str]:
+    return [name for name in os.listdir(directory) if '.plasmid-' in name]
+
+
+def test_each_file_lands_in_a_file_of_its_own(router, tmp_path) -> None:
+    """Contexts on Python 2.7, 3.13 and the master's, one behind an
+    intermediary; files of several chunks, one empty; the destination
+    named by each context's name or id."""
+    contexts = [router.local(name='old', python_path=require_python('2.7')),
+                router.local(name='new', python_path=require_python('3.13')),
+                router.local(name='below', via=router.local(name='middle')),
+                router.local(name='empty')]
+    data = {context: os.urandom(CHUNK * i + 7) for i, context in
+            enumerate(contexts[:3])}
+    data[contexts[3]] = b''
+    for context in contexts:
+        serving(context, tmp_path / 'there' / context.name, data[context])
+    (tmp_path / 'here').mkdir()
+    sizes = plasmid.gather_file(contexts, 'data',
+                                str(tmp_path / 'here' / '{name}-{id}'),
+                                chunk_size=CHUNK)
+    assert sizes == {context: len(data[context]) for context in contexts}
+    for context in contexts:
+        path = tmp_path / 'here' / ('%s-%d' % (context.name,
+                                               context.context_id))
+        assert path.read_bytes() == data[context]
+    assert leftovers(tmp_path / 'here') == []
+
+
+def test_a_function_may_name_the_destinations(router, tmp_path) -> None:
+    contexts = [serving(router.local(), tmp_path / str(i), b'%d' % i)
+                for i in range(2)]
+    plasmid.gather_file(contexts, 'data',
+                        lambda context: tmp_path / ('from-%d' %
+                                                    contexts.index(context)))
+    assert [(tmp_path / ('from-%d' % i)).read_bytes() for i in range(2)] == \
+        [b'0', b'1']
+
+
+@pytest.mark.parametrize('size', [100, 3 * CHUNK + 1])
+def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
+                                                      size) -> None:
+    """A context without the file, one lost before the copy and one busy
+    past the timeout are named with their errors; the others' files are
+    in place, and no temporary file is left here."""
+    fine = [serving(router.local(name='fine %d' % i), tmp_path / str(i),
+                    os.urandom(size)) for i in range(2)]
+    missing = serving(router.local(name='missing'), tmp_path / 'm', b'')
+    os.unlink(tmp_path / 'm' / 'data')
+    lost = router.local(name='lost')
+    lost.shutdown()
+    busy = serving(router.local(name='busy'), tmp_path / 'b', b'x')
+    nap = busy.call_async(time.sleep, 1.5)
+    (tmp_path / 'here').mkdir()
+    with pytest.raises(plasmid.CopyFailures) as caught:
+        plasmid.gather_file([missing] + fine + [lost, busy], 'data',
+                            tmp_path / 'here' / '{name}', chunk_size=CHUNK,
+                            timeout=0.3)
+    failures = caught.value.failures
+    assert list(failures) == [missing, lost, busy]
+    assert failures[missing].type_name == 'FileNotFoundError'
+    assert isinstance(failures[lost], plasmid.ContextLost)
+    assert isinstance(failures[busy], plasmid.TimeoutError)
+    assert caught.value.copied == {context: size for context in fine}
+    assert '3 of 5 copies failed' in str(caught.value)
+    assert sorted(os.listdir(tmp_path / 'here')) == ['fine 0', 'fine 1']
+    for i, context in enumerate(fine):
+        assert (tmp_path / 'here' / context.name).read_bytes() == \
+            (tmp_path / str(i) / 'data').read_bytes()
+    nap.result()
+
+
+def test_two_contexts_to_one_path_are_refused_before_anything_moves(
+        router, tmp_path) -> None:
+    contexts = [serving(router.local(), tmp_path / str(i), b'x')
+                for i in range(2)]
+    with pytest.raises(ValueError, match='put {name} or {id}'):
+        plasmid.gather_file(contexts, 'data', tmp_path / 'one')
+    assert sorted(os.listdir(tmp_path)) == ['0', '1']
+
+
+def test_a_destination_of_bytes_is_refused(router, tmp_path) -> None:
+    with pytest.raises(TypeError, match='local_path must be'):
+        plasmid.gather_file([router.local()], 'data', b'/tmp/{name}')
+
+
+def test_no_contexts_copy_nothing(tmp_path) -> None:
+    assert plasmid.gather_file([], 'data', tmp_path / '{name}') == {}
+    assert os.listdir(tmp_path) == []
