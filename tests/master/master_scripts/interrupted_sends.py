@@ -10,12 +10,12 @@ import json
 import os
 import signal
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(HERE)))]
 
 import plasmid  # noqa: E402
+from late_interrupts import let_late_interrupts_land  # noqa: E402
 
 ARGUMENT = b'x' * (1 << 20)
 FIRED = [0]
@@ -42,18 +42,8 @@ def send_interrupted(ctx, calls):
             pass
         finally:
             sys.setprofile(None)
-        let_late_interrupts_land()
+        let_late_interrupts_land(0.05)
     return futures
-
-
-def let_late_interrupts_land():
-    """An interrupt the handler deferred comes again 20 ms later: here,
-    not in the waits after."""
-    for _ in range(5):
-        try:
-            time.sleep(0.01)
-        except KeyboardInterrupt:
-            pass
 
 
 def main():

@@ -10,13 +10,13 @@ import os
 import signal
 import sys
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE),                       # local_fns
                 os.path.dirname(os.path.dirname(os.path.dirname(HERE)))]
 
 import plasmid  # noqa: E402
+from late_interrupts import let_late_interrupts_land  # noqa: E402
 import local_fns  # noqa: E402
 
 CALLS = 3000
@@ -41,16 +41,6 @@ def interrupted_round(ctx, delay):
     return hit, [f for f in futures if not f.done()]
 
 
-def let_late_interrupts_land():
-    """An interrupt the handler deferred comes again 20 ms later: here,
-    not in the router's shutdown."""
-    for _ in range(10):
-        try:
-            time.sleep(0.01)
-        except KeyboardInterrupt:
-            pass
-
-
 def main():
     faulthandler.dump_traceback_later(240, exit=True)  # a hang says where
     rounds = int(sys.argv[1])
@@ -65,7 +55,7 @@ def main():
                 continue
             hits += hit
             lost += len(never)
-        let_late_interrupts_land()
+        let_late_interrupts_land(0.1)
     print(json.dumps({'hits': hits, 'lost': lost}))
 
 
