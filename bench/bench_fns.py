@@ -70,6 +70,12 @@ def read_whole(path):
 
 
 def peak_rss_kib():
-    """This process's resident memory at its highest so far, in KiB."""
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """This process's resident memory at its highest since it started its
+    program, in KiB: Linux's VmHWM.  Not ``ru_maxrss``, which Linux keeps
+    across exec: a process forked from a large one and exec'ing Python
+    reports the large one's size."""
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1])
+    raise RuntimeError('no VmHWM in /proc/self/status')

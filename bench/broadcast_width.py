@@ -7,7 +7,7 @@ Local contexts only (no ssh server, no root): an intermediary and
 ``--width`` contexts started through it, each working in a directory of
 its own where the relative destination lands.  Every copy starts with a
 fresh intermediary and children, so the intermediary's peak resident
-memory (``ru_maxrss``) is that copy's.  Peers:
+memory (VmHWM) is that copy's.  Peers:
 
 - ``plasmid broadcast_file``: the file once to the intermediary, which
   passes each chunk to its branches; chunks cut so that the chunks on
@@ -15,7 +15,9 @@ memory (``ru_maxrss``) is that copy's.  Peers:
 - the same with that cut off (whole 4 MiB chunks, the width's copies of
   one in the intermediary at once);
 - ``plasmid put_file to each``, one after the other;
-- Mitogen 0.3.54's ``FileService`` pulled by all the contexts at once.
+- Mitogen 0.3.54's ``FileService`` pulled by all the contexts at once;
+- each tool's contexts started as for a copy and no copy made: what the
+  intermediary holds for its children alone.
 
 Medians of ``--reps`` (peers rotating), with each over plasmid's.
 """
@@ -72,6 +74,12 @@ class Bench:
         return run
 
     def mitogen_copy(self, source: str) -> tuple:
+        return self._mitogen_run(source, pull=True)
+
+    def mitogen_no_copy(self, source: str) -> tuple:
+        return self._mitogen_run(source, pull=False)
+
+    def _mitogen_run(self, source: str, pull: bool) -> tuple:
         middle = self.mrouter.local()
         targets = [self.mrouter.local(via=middle) for _ in range(self.width)]
         try:
@@ -81,7 +89,7 @@ class Bench:
             def pull_all() -> None:
                 receivers = [context.call_async(
                     bench_fns.mitogen_pull, self.master, source, 'copy')
-                    for context in targets]
+                    for context in targets if pull]
                 for receiver in receivers:
                     receiver.get().unpickle()
             took = benchlib.time_once(pull_all)
@@ -144,6 +152,9 @@ def main() -> None:
             'broadcast_file, whole chunks': bench.plasmid_copy(whole_chunks),
             'plasmid put_file to each': bench.plasmid_copy(put_each),
             'Mitogen FileService, all at once': bench.mitogen_copy,
+            'plasmid, contexts only (no copy)': bench.plasmid_copy(
+                lambda targets, src: None),
+            'Mitogen, contexts only (no copy)': bench.mitogen_no_copy,
         }
         samples: dict[str, list[tuple]] = {name: [] for name in peers}
         for rep in range(args.reps):
