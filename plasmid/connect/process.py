@@ -45,10 +45,12 @@ class Process(object):
                 argv, stdin=pipes[0][0], stdout=pipes[1][1],
                 stderr=pipes[2][1], close_fds=True, env=env,
                 **_session_arguments(tty_slave))
-        except OSError as exc:
+        except BaseException as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
-            raise _start_error(argv, exc)
+            if isinstance(exc, OSError):
+                raise _start_error(argv, exc)
+            raise
         for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
             _close(fd)
         # Holding the slave open keeps reads of the master from failing

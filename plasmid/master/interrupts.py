@@ -21,6 +21,13 @@ next one, framed as its continuation, made the context close the link
 ("bad frame magic") and be lost.  So every router opened from the main
 thread installs the handler, and it defers while a stream's write is on
 the main thread's stack.
+
+A start is another such step, but one that waits: Ctrl-C that struck a
+``router.local()`` between the fork and the pipes' handover left the new
+program running, unknown to the router, until the master exited.  So the
+functions marked :func:`whole` (the router's starts) take Ctrl-C only
+where they wait (SAFE_CODE: the handshake's poll, a reply's wait), and
+their clean-up on the way out is not cut short either.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ import os
 import signal
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from plasmid.core import loop as core_loop
 from plasmid.core import stream as core_stream
@@ -36,15 +43,27 @@ from plasmid.core import stream as core_stream
 RETRY_AFTER = 0.02  # seconds before a deferred Ctrl-C is sent again
 MAX_RETRIES = 100   # ~2 s of work in the loop, then it goes through
 
-# Where a KeyboardInterrupt leaves the loop as it was: waiting for I/O,
-# nothing read yet.
+# Where a KeyboardInterrupt leaves things as they were: waiting for I/O
+# (the loop's, a start's handshake) or for a reply, nothing read yet.
 SAFE_CODE = frozenset([core_loop.poll_once.__code__,
                        core_loop.Loop._poll.__code__,
-                       core_loop.Loop._spin.__code__])
-# Where a KeyboardInterrupt may cut a message short: between a write and
-# the note of what it took.
-WRITE_CODE = frozenset([core_stream.Stream.send.__code__,
-                        core_stream.Stream.on_writable.__code__])
+                       core_loop.Loop._spin.__code__,
+                       core_loop.acquire_lock.__code__])
+# Steps a KeyboardInterrupt must not cut short while one of them is on the
+# stack, but where it waits: a stream's write (between a write and the
+# note of what it took), and what whole() adds.
+WHOLE_CODE = set([core_stream.Stream.send.__code__,
+                  core_stream.Stream.on_writable.__code__])
+
+Function = TypeVar('Function', bound=Callable[..., Any])
+
+
+def whole(function: Function) -> Function:
+    """Mark *function* a step Ctrl-C does not cut short: while it runs on
+    the main thread, Ctrl-C lands only where it waits, or once it has
+    returned."""
+    WHOLE_CODE.add(function.__code__)
+    return function
 
 _loops: "weakref.WeakSet[core_loop.Loop]" = weakref.WeakSet()
 _retries = [0]
@@ -85,17 +104,18 @@ def _on_interrupt(signum: int, frame: Optional[Any]) -> None:
 
 def _mid_step(frame: Optional[Any]) -> bool:
     """Whether the main thread, interrupted in *frame*, is in the middle
-    of a stream's write or of a loop's work."""
+    of a step marked whole (a stream's write, a start) or of a loop's
+    work."""
     if frame is not None and frame.f_code in SAFE_CODE:
         return False
-    if _writing(frame):
+    if _inside_whole_step(frame):
         return True
     return any(loop.owned_here() for loop in list(_loops))
 
 
-def _writing(frame: Optional[Any]) -> bool:
+def _inside_whole_step(frame: Optional[Any]) -> bool:
     while frame is not None:
-        if frame.f_code in WRITE_CODE:
+        if frame.f_code in WHOLE_CODE:
             return True
         frame = frame.f_back
     return False

@@ -690,6 +690,7 @@ class Router:
         module = spawn.method_module(method)
         return '%s.%d' % (module.default_name(spec), context_id)
 
+    @interrupts.whole  # no program left running, unknown to the router
     def _start_direct(self, spec: dict) -> MasterContext:
         """Start a child of the master; it returns once the child's Python
         is up, and the core boots while the first calls travel."""
@@ -729,6 +730,7 @@ class Router:
         if boot is not None:
             boot.on_hello(info)
 
+    @interrupts.whole  # no context left running, unknown to the router
     def _start_via(self, spec: dict, via: MasterContext) -> MasterContext:
         new_id = spec['context_id']
         # Every hop between us and *via* must learn the new route before
