@@ -33,7 +33,7 @@ from plasmid.core.compat import PY2, text_type
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking
-from plasmid.core.router import BOOT, HELLO
+from plasmid.core.router import BOOT, HELLO, SHUTDOWN
 from plasmid.core.stream import Stream
 from plasmid.core.waiting import wait_for
 from plasmid.connect import context_log, watchdog
@@ -701,6 +701,15 @@ def reap(proc, timeout=REAP_TIMEOUT):
             proc.popen.wait()
             return
         time.sleep(0.01)
+
+
+def stop_child(context_id):
+    """Called in an intermediary: stop its child *context_id*, if it has
+    one (a start the master gave up waiting for)."""
+    from plasmid.core import child
+    router = child.current.router
+    if context_id in router.routes:
+        router.send_value(context_id, SHUTDOWN, None)
 
 
 def connect_child(spec):

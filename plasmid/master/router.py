@@ -751,6 +751,7 @@ class Router:
             info = via.call_async(spawn.connect_child, spec).result(
                 timeout=longest_start_of(spec) + VIA_MARGIN)
         except BaseException:
+            self._stop_late_start(via, new_id)
             self.core.lose([new_id], 'start-up failed')
             raise
         self.responder.started_via(new_id, via.context_id,
@@ -759,6 +760,16 @@ class Router:
         if not self.starts.accept([], lambda: self._keep(context)):
             self._discard_late(context)
         return context
+
+    @staticmethod
+    def _stop_late_start(via: MasterContext, context_id: int) -> None:
+        """A start via *via* we stopped waiting for (interrupted, timed
+        out) may still succeed there: *via* runs its calls one at a time,
+        so a call sent now stops that context once the start has ended."""
+        try:
+            via.call_no_reply(spawn.stop_child, context_id)
+        except Exception:
+            pass  # *via* is gone, and its children with it
 
     def _keep(self, context: MasterContext, stream=None) -> None:
         """Count and keep a started context; under self.lock."""

@@ -48,13 +48,16 @@ def test_an_interrupted_send_loses_no_bytes(mode: str) -> None:
 
 @pytest.mark.parametrize('mode, point', [('threadless', 'fork'),
                                          ('threaded', 'fork'),
-                                         ('threadless', 'handshake')])
+                                         ('threadless', 'handshake'),
+                                         ('threadless', 'via')])
 def test_an_interrupted_start_leaves_no_program_behind(mode: str,
                                                        point: str) -> None:
     """A KeyboardInterrupt as the fork returned to subprocess left the new
     program running, unknown to the router, until the master exited, and
     six descriptors open (before: 5 strays and 30 descriptors in 5
-    starts).  The script interrupts each of 5 starts at *point*."""
+    starts); one through an intermediary, interrupted as the master
+    waited, left its context running there (5 of 5).  The script
+    interrupts each of 5 starts at *point*."""
     done = subprocess.run(
         [sys.executable, os.path.join(SCRIPTS, 'interrupted_starts.py'),
          mode, point, '5'], capture_output=True, text=True, timeout=300,
