@@ -716,10 +716,16 @@ def connect_child(spec):
     """Called in an intermediary: start a child of this context."""
     from plasmid.core import child
     here = child.current
-    # Its SHUTDOWN comes while this call runs: the start then ends at once
-    # instead of leaving its program behind when this context exits.
-    stream, info = connect(here.router, spec, here.blob,
-                           should_stop=lambda: here.stopping)
+    try:
+        # Its SHUTDOWN comes while this call runs: the start then ends at
+        # once instead of leaving its program behind when this one exits.
+        stream, info = connect(here.router, spec, here.blob,
+                               should_stop=lambda: here.stopping)
+    except BaseException:
+        # The hops above were told the route to it before the start: the
+        # loss, sent up ahead of the failure's reply, clears it there.
+        here.router.lose([spec['context_id']], 'start-up failed')
+        raise
     here.children.append(stream)
     python = python_of(info)
     if python is not None:  # then it may get the bytecode we got

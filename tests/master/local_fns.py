@@ -171,6 +171,11 @@ def exit_now(status):
     os._exit(status)
 
 
+def routes_known():
+    """The ids of the contexts this one routes to (its descendants)."""
+    from plasmid.core import child
+    return sorted(child.current.router.routes)
+
 
 def fork_and_return(pause, fail):
     """Sleep *pause* seconds (long enough, the standby thread has taken

@@ -164,6 +164,25 @@ def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     assert again.call(local_fns.getppid) == top.info['pid']
 
 
+def test_a_failed_start_below_a_hop_leaves_no_route_there(
+        router: plasmid.Router) -> None:
+    """Each hop above an intermediary learns the route to a context
+    started there before it starts; a start that failed left that route
+    behind in the hop, one more for every failed start of a controller
+    that retries (before: 3 of 3)."""
+    top = router.local(name='top')
+    middle = router.local(name='middle', via=top)
+    before = top.call(local_fns.routes_known)
+    for _ in range(3):
+        with pytest.raises(plasmid.ConnectError):
+            router.local(python_path='/nonexistent/python', via=middle)
+    assert top.call(local_fns.routes_known) == before == [middle.context_id]
+    assert middle.call(local_fns.routes_known) == []
+    # The route to the next start below middle is learnt as before.
+    bottom = router.local(name='bottom', via=middle)
+    assert bottom.call(local_fns.getppid) == middle.info['pid']
+
+
 # ------------------------------------------------------------ shutdown
 
 @pytest.mark.parametrize('timeout', [10.0, 1.0])
