@@ -726,7 +726,7 @@ def connect_child(spec):
         # loss, sent up ahead of the failure's reply, clears it there.
         here.router.lose([spec['context_id']], 'start-up failed')
         raise
-    here.children.append(stream)
+    here.adopt(stream)
     python = python_of(info)
     if python is not None:  # then it may get the bytecode we got
         here.importer.pythons[spec['context_id']] = python

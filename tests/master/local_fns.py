@@ -177,6 +177,12 @@ def routes_known():
     return sorted(child.current.router.routes)
 
 
+def links_to_children():
+    """How many links to children this context keeps."""
+    from plasmid.core import child
+    return len(child.current.children)
+
+
 def fork_and_return(pause, fail):
     """Sleep *pause* seconds (long enough, the standby thread has taken
     the loop), fork, and in both processes return the fork's pid (0 in

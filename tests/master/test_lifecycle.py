@@ -183,6 +183,21 @@ def test_a_failed_start_below_a_hop_leaves_no_route_there(
     assert bottom.call(local_fns.getppid) == middle.info['pid']
 
 
+def test_an_intermediary_forgets_the_links_of_children_that_ended(
+        router: plasmid.Router) -> None:
+    """Before, a hop kept every child's link it ever had (about 40 KiB
+    each): a bastion grew for as long as it lived."""
+    hop = router.local(name='hop')
+    for _ in range(20):
+        router.local(via=hop).shutdown()
+    staying = router.local(name='staying', via=hop)
+    with pytest.raises(plasmid.ConnectError):
+        router.local(python_path='/nonexistent/python', via=hop)
+    assert hop.call(local_fns.links_to_children) == 1
+    staying.shutdown()
+    assert hop.call(local_fns.links_to_children) == 0
+
+
 # ------------------------------------------------------------ shutdown
 
 @pytest.mark.parametrize('timeout', [10.0, 1.0])
