@@ -79,3 +79,30 @@ def peak_rss_kib():
             if line.startswith('VmHWM:'):
                 return int(line.split()[1])
     raise RuntimeError('no VmHWM in /proc/self/status')
+
+
+_TRACED_FROM = []  # the snapshot start_tracing took
+
+
+def start_tracing():
+    """Count this process's Python memory from now on (tracemalloc)."""
+    import gc
+    import tracemalloc
+    gc.collect()
+    tracemalloc.start(1)
+    _TRACED_FROM[:] = [tracemalloc.take_snapshot()]
+
+
+def traced_growth(top=5):
+    """Bytes held more than at start_tracing, and the *top* sites that
+    grew most as (file, line, bytes); stops tracing."""
+    import gc
+    import tracemalloc
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = [d for d in after.compare_to(_TRACED_FROM.pop(), 'lineno')
+             if d.size_diff > 0]
+    return (sum(d.size_diff for d in grown),
+            [(d.traceback[0].filename, d.traceback[0].lineno, d.size_diff)
+             for d in grown[:top]])

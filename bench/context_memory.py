@@ -12,63 +12,93 @@ Python memory the master holds more per cycle, the allocation sites that
 grew most, and (plasmid) how many contexts the Router still holds.  Both
 tools run in this one process, one after the other: each tool's growth
 is counted only while its own cycles run.
+
+The same for an intermediary (a bastion that runs for days): each tool
+starts a local context, then the cycles start their contexts through it;
+the intermediary's own Python memory is counted (``bench_fns``).
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import tracemalloc
 from typing import Callable
 
 import benchlib
 
 benchlib.setup_paths()
 
+import bench_fns  # noqa: E402
+
 import mitogen.master  # noqa: E402
 
 import plasmid  # noqa: E402
 
 
+Sites = list[tuple[str, int, int]]  # (file, line, bytes grown)
+
+
 def growth_per_cycle(cycle: Callable[[], None], warmup: int,
-                     cycles: int) -> tuple[float, list]:
-    """Bytes held more per cycle, and the sites that grew most."""
+                     cycles: int) -> tuple[float, Sites]:
+    """Bytes this process held more per cycle, and the sites that grew
+    most."""
     for _ in range(warmup):
         cycle()
-    gc.collect()
-    tracemalloc.start(1)
-    before = tracemalloc.take_snapshot()
+    bench_fns.start_tracing()
     for _ in range(cycles):
         cycle()
-    gc.collect()
-    after = tracemalloc.take_snapshot()
-    tracemalloc.stop()
-    diff = [d for d in after.compare_to(before, 'lineno') if d.size_diff > 0]
-    return sum(d.size_diff for d in diff) / cycles, diff[:5]
+    grown, sites = bench_fns.traced_growth()
+    return grown / cycles, sites
 
 
-def plasmid_cycle(router: plasmid.Router) -> Callable[[], None]:
+def hop_growth_per_cycle(hop, cycle: Callable[[], None], warmup: int,
+                         cycles: int) -> tuple[float, Sites]:
+    """The same, counted in the intermediary *hop* the cycles go through."""
+    for _ in range(warmup):
+        cycle()
+    hop.call(bench_fns.start_tracing)
+    for _ in range(cycles):
+        cycle()
+    grown, sites = hop.call(bench_fns.traced_growth)
+    return grown / cycles, sites
+
+
+def start_call_stop(router, via=None) -> Callable[[], None]:
+    """One cycle; plasmid's and Mitogen's routers take the same calls."""
     def cycle() -> None:
-        ctx = router.local()
+        ctx = router.local(via=via)
         ctx.call(os.getpid)
         ctx.shutdown(wait=True)
     return cycle
 
 
-def mitogen_cycle(router) -> Callable[[], None]:
-    def cycle() -> None:
-        ctx = router.local()
-        ctx.call(os.getpid)
-        ctx.shutdown(wait=True)
-    return cycle
-
-
-def report(tool: str, per_cycle: float, sites: list, cycles: int) -> None:
+def report(tool: str, per_cycle: float, sites: Sites, cycles: int) -> None:
     print('%-8s %9.0f bytes per context' % (tool, per_cycle))
-    for site in sites:
-        frame = site.traceback[0]
-        print('           %+9.0f  %s:%d' % (site.size_diff / cycles,
-                                           frame.filename, frame.lineno))
+    for filename, lineno, grown in sites:
+        print('           %+9.0f  %s:%d' % (grown / cycles, filename, lineno))
+
+
+def measure_plasmid(warmup: int, cycles: int) -> tuple:
+    with plasmid.Router() as router:
+        master = growth_per_cycle(start_call_stop(router), warmup, cycles)
+        held = len(router.contexts)
+        hop = router.local(name='hop')
+        behind = hop_growth_per_cycle(hop, start_call_stop(router, hop),
+                                      warmup, cycles)
+    return master, behind, held
+
+
+def measure_mitogen(warmup: int, cycles: int) -> tuple:
+    broker = mitogen.master.Broker()
+    try:
+        router = mitogen.master.Router(broker)
+        master = growth_per_cycle(start_call_stop(router), warmup, cycles)
+        hop = router.local()
+        behind = hop_growth_per_cycle(hop, start_call_stop(router, hop),
+                                      warmup, cycles)
+    finally:
+        broker.shutdown()
+        broker.join()
+    return master, behind
 
 
 def main() -> None:
@@ -80,22 +110,16 @@ def main() -> None:
     print('# %d cycles of local context, one call, shutdown, after %d '
           'untimed; growth of the master\'s Python memory (tracemalloc)'
           % (args.cycles, args.warmup))
-    with plasmid.Router() as router:
-        ours, ours_sites = growth_per_cycle(plasmid_cycle(router),
-                                            args.warmup, args.cycles)
-        held = len(router.contexts)
-    broker = mitogen.master.Broker()
-    try:
-        theirs, their_sites = growth_per_cycle(
-            mitogen_cycle(mitogen.master.Router(broker)), args.warmup,
-            args.cycles)
-    finally:
-        broker.shutdown()
-        broker.join()
-    report('plasmid', ours, ours_sites, args.cycles)
-    report('mitogen', theirs, their_sites, args.cycles)
-    print('plasmid / mitogen: %.2fx' % (ours / theirs if theirs else
-                                        float('inf')))
+    ours, ours_behind, held = measure_plasmid(args.warmup, args.cycles)
+    theirs, theirs_behind = measure_mitogen(args.warmup, args.cycles)
+    for where, mine, peer in (('the master', ours, theirs),
+                              ('an intermediary', ours_behind,
+                               theirs_behind)):
+        print('## what %s keeps' % where)
+        report('plasmid', mine[0], mine[1], args.cycles)
+        report('mitogen', peer[0], peer[1], args.cycles)
+        print('plasmid / mitogen: %.2fx' % (mine[0] / peer[0] if peer[0] > 0
+                                            else float('inf')))
     print('plasmid Router still holds %d context(s) of %d started'
           % (held, args.warmup + args.cycles))
 

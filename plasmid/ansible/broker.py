@@ -33,6 +33,7 @@ from plasmid.ansible.pool import (LANE_IDLE, BecomeFailed, Pool, SentAhead,
                                   Target)
 from plasmid.core.errors import CallError, ConnectError, ContextLost
 from plasmid.connect import process, spawn
+from plasmid.files.transfer import temp_beside
 
 LOG = logging.getLogger('plasmid.ansible.broker')
 
@@ -551,10 +552,8 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
     dest = os.path.realpath(dest)
     if os.path.exists(dest) and not os.access(dest, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), dest)
-    folder, name = os.path.split(dest)
     while True:
-        partial = os.path.join(folder, '.%s.plasmid-%s' % (
-            name, os.urandom(4).hex()))
+        partial = temp_beside(dest)
         try:
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             break

@@ -726,13 +726,29 @@ def connect_child(spec):
         # loss, sent up ahead of the failure's reply, clears it there.
         here.router.lose([spec['context_id']], 'start-up failed')
         raise
-    here.adopt(stream)
+    adopt(here.children, stream)
     python = python_of(info)
     if python is not None:  # then it may get the bytecode we got
         here.importer.pythons[spec['context_id']] = python
     stream.on_close.append(lambda s: here.loop.defer(_reap_later, here.loop,
                                                      s.process, 0))
     return info
+
+
+def adopt(children, stream):
+    """Keep *stream*, the link to a child started here, in *children*
+    (a fork lets go of them; the exit waits for them to close) while it is
+    open: a closed one was 40 KiB an intermediary kept for good.  The
+    loop thread may close it meanwhile."""
+    def forget(_):
+        try:
+            children.remove(stream)
+        except ValueError:  # the other thread was first
+            pass
+    children.append(stream)
+    stream.on_close.append(forget)
+    if stream.closed:  # before the callback was in place
+        forget(stream)
 
 
 def python_of(info):

@@ -102,22 +102,6 @@ class ChildContext(object):
                 context_factory=self.context_for)
         return context
 
-    def adopt(self, stream):
-        """Keep *stream*, the link to a child this context started, while
-        it is open (a fork lets go of it; the exit waits for it to close).
-        Any thread: the loop thread may close it meanwhile."""
-        self.children.append(stream)
-        stream.on_close.append(self._forget_child)
-        if stream.closed:  # before the callback was in place
-            self._forget_child(stream)
-
-    def _forget_child(self, stream):
-        # A closed link was 40 KiB an intermediary kept for good.
-        try:
-            self.children.remove(stream)
-        except ValueError:  # the other thread was first
-            pass
-
     def _capture_output(self):
         self.forwarder = logs.install(self.router, self.config['log_level'])
         self.pipes = [logs.PipeReader(self.loop, self.forwarder, origin,

@@ -76,6 +76,11 @@ def commit(temp, path, mode, size):
             mode = mode_for(native(path))
         os.chmod(native(temp), mode)
         os.rename(native(temp), native(path))
+    except OSError as exc:
+        discard(temp)
+        if exc.filename is not None:  # name the file the caller knows of
+            exc.filename, exc.filename2 = path, None
+        raise
     except BaseException:
         discard(temp)
         raise
@@ -98,9 +103,24 @@ def mode_for(path):
     try:
         return os.stat(path).st_mode & 0o7777
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~current_umask()
+
+
+def current_umask():
+    """This process's umask, read without changing it: files another
+    thread made meanwhile would take the changed one.  Linux 4.7+ shows it
+    in /proc; elsewhere it is swapped out and back, for a strict one: what
+    is made meanwhile may be too private, never too open."""
+    try:
+        with open('/proc/self/status') as status:
+            for line in status:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (IOError, OSError, ValueError):
+        pass
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
 
 
 def put_whole(temp, path, data, mode):

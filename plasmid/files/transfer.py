@@ -31,6 +31,9 @@ WINDOW = 4             # chunks on their way at most, per copy
 # contexts get smaller chunks, down to MIN_CHUNK.
 MEMORY_BUDGET = 64 << 20
 MIN_CHUNK = 64 << 10
+# Bytes of a destination's name its temporary file's name starts with:
+# with the rest (42 bytes, and a broadcast's context id) well within 255.
+TEMP_NAME_PART = 128
 
 
 class CopyFailures(Error):
@@ -167,7 +170,16 @@ def temp_beside(path: str) -> str:
     """A name no other copy uses, in *path*'s directory (a rename within
     a file system is atomic)."""
     head, tail = os.path.split(path)
-    return os.path.join(head, '.%s.plasmid-%s' % (tail, uuid.uuid4().hex))
+    return os.path.join(head, '.%s.plasmid-%s' % (name_start(tail),
+                                                   uuid.uuid4().hex))
+
+
+def name_start(name: str) -> str:
+    """The first TEMP_NAME_PART bytes of *name* (a file name): a
+    temporary name made of the whole one would pass the system's limit of
+    255 bytes for a long one."""
+    raw = name.encode('utf-8', 'surrogateescape')[:TEMP_NAME_PART]
+    return raw.decode('utf-8', 'surrogateescape')
 
 
 class _Sender:
@@ -273,7 +285,11 @@ class Fetch:
         """Write the next chunk; True once the file is in place."""
         chunk = self.reads.next_chunk()
         if self.out is None:
-            self.out = open(self.temp, 'xb')
+            try:
+                self.out = open(self.temp, 'xb')
+            except OSError as exc:  # name the file the caller knows of
+                exc.filename = self.local_path
+                raise
         self.out.write(chunk)
         self.size += len(chunk)
         if not self.reads.ended:

@@ -65,8 +65,20 @@ def as_completed(futures: Iterable[Future],
         if not isinstance(future, Future):
             raise TypeError('as_completed takes the futures call_async '
                             'returns, not %r' % (future,))
+    _check_one_waitable_loop(futures)
     deadline = None if timeout is None else time.time() + timeout
     return _completed(futures, deadline)
+
+
+def _check_one_waitable_loop(futures: list[Future]) -> None:
+    """The wait runs the loop of the first future's router: a threadless
+    router's loop runs only there, so another's futures never finished
+    (before: a hang, or a TimeoutError with some of them done)."""
+    loops = {id(f.context.router.loop): f.context.router.loop
+             for f in futures}
+    if len(loops) > 1 and not all(loop.threaded for loop in loops.values()):
+        raise ValueError('as_completed takes the futures of one router, or '
+                         'of threaded routers (Router(threaded=True)) only')
 
 
 def _completed(futures: list[Future],

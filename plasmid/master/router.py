@@ -628,20 +628,33 @@ class Router:
                            python_path=_target_python(python_path),
                            nsenter_path=nsenter_path)
 
-    @staticmethod
-    def _python(python_path: PythonPath,
+    def _python(self, python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:
         if python_path is not None:
             return _checked_python_path(python_path)
         if via is not None:
+            self._check_via(via)  # before it is asked for its Python
             return via.python_path or 'python3'
         return sys.executable
+
+    def _check_via(self, via: Any) -> None:
+        """*via* must be None or a context of this router: another's id
+        means another context here, or none."""
+        if via is None:
+            return
+        if not isinstance(via, Context):
+            raise TypeError('via must be None or a context, not %s'
+                            % type(via).__name__)
+        if via.router is not self.core:
+            raise ValueError('cannot start a context via %s: it is a '
+                             'context of another router' % via.name)
 
     def _start(self, method: str, via: Optional[MasterContext],
                name: Optional[str], connect_timeout: float,
                **options: Any) -> MasterContext:
         if self.closed:
             raise ConnectError('this router has been shut down')
+        self._check_via(via)
         if via is not None and not via.is_alive():
             raise ContextLost('cannot start a context via %s: it is gone'
                               % via.name)

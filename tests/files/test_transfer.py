@@ -155,6 +155,56 @@ def test_a_failed_copy_leaves_the_destination_and_no_temporary(
     assert leftovers(tmp_path) == []
 
 
+def test_a_fetch_into_a_missing_folder_names_the_path_given(
+        router, tmp_path) -> None:
+    """Not the hidden temporary file's (before: .got.plasmid-<hex>)."""
+    (tmp_path / 'there').write_bytes(b'x')
+    ctx = router.local()
+    wanted = tmp_path / 'no-such-dir' / 'got'
+    with pytest.raises(FileNotFoundError) as caught:
+        plasmid.fetch_file(ctx, str(tmp_path / 'there'), wanted)
+    assert caught.value.filename == str(wanted)
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_name_as_long_as_the_system_allows(router, tmp_path,
+                                             version) -> None:
+    """A temporary name made of the whole destination's name (42 bytes
+    more) failed with ENAMETOOLONG for names over 213 bytes."""
+    ctx = router.local(python_path=version and require_python(version))
+    long_name = 'n' * 200 + 'é' * 27  # 254 bytes in UTF-8
+    source = tmp_path / 'source'
+    for size in (10, 3 * CHUNK):  # in one call, then streamed
+        source.write_bytes(b's' * size)
+        plasmid.put_file(ctx, source, str(tmp_path / long_name),
+                         chunk_size=CHUNK)
+        assert (tmp_path / long_name).read_bytes() == b's' * size
+        plasmid.fetch_file(ctx, str(tmp_path / long_name),
+                           tmp_path / (long_name[:-1] + 'f'),
+                           chunk_size=CHUNK)
+        assert (tmp_path / (long_name[:-1] + 'f')).read_bytes() == \
+            b's' * size
+        plasmid.broadcast_file([ctx], source, str(tmp_path / long_name),
+                               chunk_size=CHUNK)
+        assert (tmp_path / long_name).read_bytes() == b's' * size
+    assert leftovers(tmp_path) == []
+
+
+def test_a_new_files_mode_leaves_the_umask_alone(monkeypatch,
+                                                 tmp_path) -> None:
+    """Reading the umask by setting it (to 0, back a moment later) gave
+    files other threads made meanwhile mode 0o666."""
+    umask = os.umask(0o027)
+    try:
+        def refused(mask: int) -> int:
+            raise AssertionError('the umask was changed to %o' % mask)
+        monkeypatch.setattr(os, 'umask', refused)
+        assert remote.mode_for(str(tmp_path / 'new')) == 0o640
+    finally:
+        monkeypatch.undo()
+        os.umask(umask)
+
+
 def test_a_chunk_that_failed_is_never_committed(tmp_path) -> None:
     """Chunks go ahead of their answers: one that failed (a full disk)
     must keep the file from being renamed into place, although the

@@ -51,6 +51,21 @@ def test_as_completed_refuses_what_is_no_future_at_once(ctx) -> None:
         plasmid.as_completed([ctx.call_async(os.getpid), 1])
 
 
+def test_as_completed_refuses_futures_of_two_threadless_routers(ctx) -> None:
+    """Only the first one's loop would run while it waits: before, the
+    other's futures never finished (a hang without a timeout)."""
+    with plasmid.Router() as other:
+        theirs = other.local().call_async(os.getpid)
+        with pytest.raises(ValueError, match='futures of one router'):
+            plasmid.as_completed([ctx.call_async(os.getpid), theirs])
+        assert theirs.result(timeout=10) > 0
+    with plasmid.Router(threaded=True) as first, \
+            plasmid.Router(threaded=True) as second:
+        both = [first.local().call_async(os.getpid),
+                second.local().call_async(os.getpid)]
+        assert set(plasmid.as_completed(both, timeout=10)) == set(both)
+
+
 def test_a_wait_longer_than_a_piece_is_made_in_pieces(monkeypatch) -> None:
     """Each piece the loop gets is at most LONGEST_PIECE; the wait ends
     at the first answer or once the whole timeout is up."""

@@ -298,6 +298,26 @@ def test_a_container_user_that_is_no_name_or_uid_is_refused(
     assert router.streams == []
 
 
+@pytest.mark.parametrize('method, needs', [
+    ('local', {}), ('sudo', {}), ('ssh', {'hostname': 'example.invalid'})])
+def test_via_a_context_of_another_router_is_refused(
+        router: plasmid.Router, method, needs) -> None:
+    """Before: a bare KeyError, or (another context of this router with
+    that id) a context started below the wrong one, unreachable."""
+    mine = router.local(name='mine')
+    with plasmid.Router() as other:
+        theirs = other.local(name='theirs')
+        assert theirs.context_id == mine.context_id
+        with pytest.raises(ValueError, match='theirs: it is a context of '
+                           'another router'):
+            getattr(router, method)(via=theirs, **needs)
+        with pytest.raises(TypeError, match='via must be None or a '
+                           'context, not str'):
+            getattr(router, method)(via='mine', **needs)
+    assert router.streams == [mine.stream] and len(router.contexts) == 1
+    assert router.local(via=mine).call(os.getppid) == mine.info['pid']
+
+
 def test_a_function_of_a_main_without_source_fails_at_once(tmp_path) -> None:
     """python -c (or stdin, or a REPL) leaves nothing the context could
     import: the call fails here, naming why, not remotely with an

@@ -97,6 +97,21 @@ def strays_via(hop, router):
         time.sleep(0.05)
 
 
+def extra_descriptors(router, before, direct):
+    """Descriptors open beyond *before* and those of the contexts started
+    (*direct*: by this process; via a hop, their pipes are the hop's).  A
+    context's stderr pipe closes once it has taken over its fd 2, at a
+    moment of its own: counted as it is at each try, for up to 2 s."""
+    for _ in range(40):
+        held = sum(len(set((s.rfd, s.wfd))) + (s.process.stderr is not None)
+                   for s in router.streams) if direct else 0
+        extra = len(os.listdir('/proc/self/fd')) - before - held
+        if extra == 0:
+            break
+        time.sleep(0.05)
+    return extra
+
+
 def main():
     faulthandler.dump_traceback_later(240, exit=True)  # a hang says where
     threaded, point = sys.argv[1] == 'threaded', sys.argv[2]
@@ -110,9 +125,7 @@ def main():
             start_interrupted(router, point, hop)
         contexts = len(router.contexts) - (hop is not None)
         left = strays_via(hop, router) if hop else strays(router)
-        # Contexts via hop hold no descriptors here: their pipes are hop's.
-        direct = contexts if hop is None else 0
-        fds = len(os.listdir('/proc/self/fd')) - before - 3 * direct
+        fds = extra_descriptors(router, before, hop is None)
     print(json.dumps({'interrupts': FIRED[0], 'contexts': contexts,
                       'strays': left, 'more descriptors': fds}))
 
