@@ -165,6 +165,10 @@ def _start_error(argv, exc):
     if exc.errno == errno.ENFILE:
         return ConnectError('cannot run %s: the system has no file '
                             'descriptor left (%s)' % (argv[0], exc))
+    if exc.errno:  # the same words on every Python (3.6 named the file
+        # twice, 2.7 not at all)
+        return ConnectError('cannot run %s: [Errno %d] %s' % (
+            argv[0], exc.errno, os.strerror(exc.errno)))
     return ConnectError('cannot run %s: %s' % (argv[0], exc))
 
 

@@ -21,7 +21,6 @@ from plasmid.core.router import CALL, FROM_PARENT
 
 LOG = Logger('plasmid.dispatch')
 TAKEOVER_DELAY = 0.002
-_CUT = 1 << 20  # characters of an error too large to send that still go
 _STOP = object()
 _running = []  # the Dispatcher that runs this process's calls, once started
 
@@ -153,8 +152,9 @@ class Dispatcher(object):
                 error = CallError('StreamError',
                                   'the result could not be sent: %s' % exc)
             else:  # too large: its type, the start of its message will do
-                error = CallError(error.type_name, error.message[:_CUT],
-                                  error.remote_traceback[-_CUT:])
+                cut = self.router.max_message >> 6  # chars; 4 bytes at most
+                error = CallError(error.type_name, error.message[:cut],
+                                  error.remote_traceback[-cut:])
             self.router.reply(msg, (False, error))
 
 

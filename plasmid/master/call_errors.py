@@ -12,10 +12,10 @@ script.  Such an error gets a hint that says so.
 from __future__ import annotations
 
 import re
-import sys
 from typing import Optional
 
 from plasmid.core.errors import CallError
+from plasmid.master import main_script
 
 _FRAME = re.compile(r'^  File "(?P<path>.+)", line (?P<line>\d+), in <module>$',
                     re.MULTILINE)
@@ -29,19 +29,15 @@ def explained(error: CallError) -> CallError:
     hint = ('raised by the top level of your script (%s, line %d), which ran '
             'in the context as it imported the script for the function '
             'called: put that code under "if __name__ == \'__main__\':"'
-            % (_main_path(), line))
+            % (main_script.path(), line))
     return CallError(error.type_name, '%s (%s)' % (error.message, hint),
                      error.remote_traceback)
-
-
-def _main_path() -> Optional[str]:
-    return getattr(sys.modules.get('__main__'), '__file__', None)
 
 
 def _top_level_line(remote_traceback: str) -> Optional[int]:
     """The line of the script's top level a remote traceback passed
     through, if it did."""
-    path = _main_path()
+    path = main_script.path()
     if not path or not remote_traceback:
         return None
     for frame in _FRAME.finditer(remote_traceback):

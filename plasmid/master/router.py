@@ -29,8 +29,9 @@ from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
                                  SHUTDOWN, Router as CoreRouter)
 from plasmid.master.booting import Boot, BootingFuture
-from plasmid.master import interrupts
+from plasmid.master import interrupts, main_script
 from plasmid.master.bootstrap import build_blob
+from plasmid.master.futures import checked_timeout
 from plasmid.master.compilers import (FROM_PATH, ForeignCompilers,
                                       Interpreters, checked_interpreters)
 from plasmid.master.modules import ModuleResponder
@@ -79,6 +80,32 @@ def _checked_seconds(option: str, seconds: Any,
                          'not %r' % (option, '' if longest is None else
                                      ' (at most %d)' % longest, seconds))
     return float(seconds)
+
+
+def _checked_wait(option: str, seconds: Any) -> float:
+    """*seconds* for a shutdown's wait as a call's result() takes them
+    (None or infinity: without limit, a negative one: none), within what
+    poll() takes (a NaN failed deep in the wait, in int())."""
+    seconds = checked_timeout(seconds, option)
+    if seconds is None:
+        return LONGEST_CONNECT_TIMEOUT
+    return min(seconds, LONGEST_CONNECT_TIMEOUT)
+
+
+# The frame header's length field has 32 bits; a limit below a few KiB
+# would refuse the start-up's own messages.
+SMALLEST_MESSAGE_LIMIT = 4096
+LARGEST_MESSAGE_LIMIT = (1 << 32) - 1
+
+
+def _checked_message_limit(size: Any) -> int:
+    if isinstance(size, bool) or not isinstance(size, int) or \
+            not SMALLEST_MESSAGE_LIMIT <= size <= LARGEST_MESSAGE_LIMIT:
+        raise ValueError('max_message_size must be a whole number of bytes '
+                         'from %d to %d, not %r' % (SMALLEST_MESSAGE_LIMIT,
+                                                    LARGEST_MESSAGE_LIMIT,
+                                                    size))
+    return size
 
 
 def _checked_timeout(seconds: Any) -> Optional[float]:
@@ -203,11 +230,6 @@ def longest_start_of(spec: dict) -> float:
     return spawn.START_STAGES * 2 * spawn.connect_timeout(spec)
 
 
-def _main_has_source() -> bool:
-    path = getattr(sys.modules.get('__main__'), '__file__', None)
-    return bool(path) and os.path.isfile(path)
-
-
 def _why_not_called_by_name(func: Any) -> Optional[str]:
     """Why a call cannot name *func* for the context to import, or None."""
     if not callable(func):
@@ -270,10 +292,19 @@ class MasterContext(Context):
         the core's)."""
         if self.boot is not None and self.boot.error is not None:
             raise self.boot.error
+        if not self.is_alive():  # why, as a call() would say (the core's
+            raise ContextLost(   # terse words cost bootstrap bytes)
+                'context %d is gone: %s' % (
+                    self.context_id, self.router.lost_reason.get(
+                        self.context_id, 'context lost')),
+                self.router.lost_said.get(self.context_id, ''))
         self._send_call(func, args, kwargs)
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
                       reply_to: int) -> Message:
+        why = main_script.why_not_there(func)
+        if why is not None:
+            raise TypeError('cannot call %r: %s' % (func, why))
         try:
             return super()._call_message(func, args, kwargs, reply_to)
         except TypeError:
@@ -296,7 +327,7 @@ class MasterContext(Context):
         started through): the call then imports it without a round trip to
         the master; a deeper context asks its parent, which has it.  The
         name returned is the module's in this context."""
-        if module == MAIN_ALIAS and not _main_has_source():
+        if module == MAIN_ALIAS and not main_script.has_source():
             raise TypeError(
                 'cannot call a function of __main__: this program has no '
                 'source file to send (python -c, a script on stdin, an '
@@ -320,6 +351,7 @@ class MasterContext(Context):
 
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
         """Ask the context to exit; with *wait*, until its process is gone."""
+        timeout = _checked_wait('timeout', timeout)
         if not self.is_alive():
             return
         self.master.core.told_to_shut_down.add(self.context_id)
@@ -367,6 +399,8 @@ class Router:
         ``'X.Y'`` to an interpreter, or None (such contexts compile what
         they import).  *send_bytecode* False: every context compiles."""
         interpreters = checked_interpreters(compilers)
+        max_message_size = _checked_message_limit(max_message_size)
+        shutdown_timeout = _checked_wait('shutdown_timeout', shutdown_timeout)
         self.loop = Loop()
         self.core = MasterCore(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
@@ -886,7 +920,8 @@ class Router:
         """Stop every context, wait for them, and free every resource."""
         if self.closed:
             return
-        timeout = self.shutdown_timeout if timeout is None else timeout
+        timeout = self.shutdown_timeout if timeout is None else \
+            _checked_wait('timeout', timeout)
         deadline = time.time() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once

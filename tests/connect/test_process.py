@@ -49,7 +49,8 @@ def test_missing_program_is_a_connect_error(tty: bool) -> None:
     before = open_files()
     with pytest.raises(ConnectError) as info:
         Process(['/nonexistent/plasmid-program', '-c', 'x'], tty=tty)
-    assert 'cannot run /nonexistent/plasmid-program' in str(info.value)
+    assert str(info.value) == ('cannot run /nonexistent/plasmid-program: '
+                               '[Errno 2] No such file or directory')
     # Every pipe (and pty) end opened for it was closed again.
     assert not new_since(before)
 

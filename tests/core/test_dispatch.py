@@ -66,13 +66,16 @@ def test_outside_a_dispatched_call_nothing_is_queued():
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
-def test_an_error_too_large_to_send_keeps_its_type(version):
-    """Its message is cut to the first MiB: the caller still learns what
-    failed, as it would from a smaller one."""
-    with plasmid.Router(max_message_size=4 << 20) as router:
+@pytest.mark.parametrize('limit', [4 << 20, 1 << 20, 4096])
+def test_an_error_too_large_to_send_keeps_its_type(version, limit):
+    """Its message is cut to 1/64 of the size limit (the first MiB at the
+    default 64 MiB): the caller still learns what failed, as it would from
+    a smaller one.  Before, a cut of 1 MiB whatever the limit: under 2 MiB
+    the cut error was too large too, and the context died of it."""
+    with plasmid.Router(max_message_size=limit) as router:
         ctx = router.local(python_path=require_python(version))
         with pytest.raises(plasmid.CallError) as info:
-            ctx.call(dispatch_fns.fail_at_length, 5 << 20)
+            ctx.call(dispatch_fns.fail_at_length, limit + 1)
         assert info.value.type_name == 'ValueError'
-        assert info.value.message == 'x' * dispatch._CUT
+        assert info.value.message == 'x' * (limit >> 6)
         assert ctx.call(len, 'ab') == 2  # still serving

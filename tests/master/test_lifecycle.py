@@ -183,6 +183,18 @@ def test_a_failed_start_below_a_hop_leaves_no_route_there(
     assert bottom.call(local_fns.getppid) == middle.info['pid']
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.6', 'master'])
+def test_a_program_an_intermediary_cannot_run_is_named_once(
+        router: plasmid.Router, version) -> None:
+    """Python 3.6's subprocess named the file twice ("...: '/x': '/x'"),
+    2.7's not at all."""
+    hop = router.local(name='hop', python_path=require_python(version))
+    with pytest.raises(plasmid.ConnectError) as caught:
+        router.local(python_path='/nonexistent/python', via=hop)
+    assert str(caught.value) == ('cannot run /nonexistent/python: '
+                                 '[Errno 2] No such file or directory')
+
+
 def test_an_intermediary_forgets_the_links_of_children_that_ended(
         router: plasmid.Router) -> None:
     """Before, a hop kept every child's link it ever had (about 40 KiB
@@ -427,12 +439,20 @@ def test_a_context_that_ended_without_a_word_says_how_it_ended(
         killed.call(os.kill, killed.info['pid'], signal.SIGKILL)
     assert caught.value.said.endswith('was killed by signal %d'
                                       % signal.SIGKILL)
+    # A call that wants no reply is told as much (before: "context killed
+    # is gone", no more).
+    with pytest.raises(plasmid.ContextLost) as told:
+        killed.call_no_reply(os.getpid)
+    assert str(told.value) == str(caught.value)
+    assert told.value.said == caught.value.said
     # A context shut down has nothing to explain.
     quiet = router.local(name='quiet')
     quiet.shutdown()
     with pytest.raises(plasmid.ContextLost) as caught:
         quiet.call(os.getpid)
     assert caught.value.said == ''
+    with pytest.raises(plasmid.ContextLost, match='it was shut down'):
+        quiet.call_no_reply(os.getpid)
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])

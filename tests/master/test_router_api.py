@@ -318,6 +318,35 @@ def test_via_a_context_of_another_router_is_refused(
     assert router.local(via=mine).call(os.getppid) == mine.info['pid']
 
 
+@pytest.mark.parametrize('size', [0, -5, 1024, 1 << 32, 1.5, '4096', True,
+                                  None])
+def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
+    """Before: a string failed in the first send's comparison, 0 or 1.5
+    refused every message, 1 << 40 passed the 32-bit length field."""
+    with pytest.raises(ValueError, match='max_message_size must be a '
+                       'whole number of bytes from 4096 to 4294967295'):
+        plasmid.Router(max_message_size=size)
+
+
+@pytest.mark.parametrize('timeout, error', [
+    (float('nan'), ValueError), ('1', TypeError), (True, TypeError)])
+def test_a_shutdown_timeout_that_is_no_number_is_refused(
+        router: plasmid.Router, timeout, error) -> None:
+    """Before, a NaN failed deep in the wait ("cannot convert float NaN
+    to integer"), the context told to shut down all the same."""
+    ctx = router.local()
+    with pytest.raises(error, match='timeout must be None or a number'):
+        ctx.shutdown(timeout=timeout)
+    with pytest.raises(error, match='timeout must be None or a number'):
+        router.shutdown(timeout=timeout)
+    with pytest.raises(error, match='shutdown_timeout must be None or a '
+                       'number'):
+        plasmid.Router(shutdown_timeout=timeout)
+    assert ctx.call(os.getpid) == ctx.info['pid']
+    ctx.shutdown(timeout=float('inf'))  # no limit, as result() takes it
+    assert not ctx.is_alive()
+
+
 def test_a_function_of_a_main_without_source_fails_at_once(tmp_path) -> None:
     """python -c (or stdin, or a REPL) leaves nothing the context could
     import: the call fails here, naming why, not remotely with an
