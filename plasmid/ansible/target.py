@@ -32,6 +32,7 @@ import zlib
 from plasmid.ansible import forks, shell_spawn, vfork, warm
 from plasmid.core import resources
 from plasmid.core.waiting import wait_for
+from plasmid.core import ostext
 from plasmid.files import remote as files_remote
 
 _ZIPS = {}  # digest -> ZipModules
@@ -583,7 +584,7 @@ def run_shell_checked(command):
 
 # A command or path as sshd and sftp hand it on.  (A module job's
 # environment needs no such care: only Python 3.8 and later run modules.)
-_native = files_remote.native
+_native = ostext.native
 
 
 def _held_if_large(rc, out, err, hold_above):

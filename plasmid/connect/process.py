@@ -15,6 +15,7 @@ except ImportError:  # not a POSIX system: no limits to raise
 
 from plasmid.core.errors import ConnectError
 from plasmid.core.loop import widen_pipe
+from plasmid.core.ostext import native
 
 # How close to the soft limit on open descriptors a new one may come before
 # the limit is raised (see make_room_for_descriptors).
@@ -42,8 +43,9 @@ class Process(object):
 
         try:
             self.popen = subprocess.Popen(
-                argv, stdin=pipes[0][0], stdout=pipes[1][1],
-                stderr=pipes[2][1], close_fds=True, env=env,
+                [native(word) for word in argv], stdin=pipes[0][0],
+                stdout=pipes[1][1], stderr=pipes[2][1], close_fds=True,
+                env=env,
                 **_session_arguments(tty_slave))
         except BaseException as exc:
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:

@@ -29,10 +29,11 @@ import sys
 import time
 import zlib
 
-from plasmid.core.compat import PY2, text_type
+from plasmid.core.compat import string_types
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking
+from plasmid.core.ostext import native
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN
 from plasmid.core.stream import Stream
 from plasmid.core.waiting import wait_for
@@ -131,7 +132,7 @@ def _python_c(python_path, code):
     # binascii, not base64: base64 imports re (~6 ms of a start).
     stub = ('import binascii,zlib;'
             'exec(zlib.decompress(binascii.a2b_base64("%s")))')
-    if isinstance(python_path, str):
+    if isinstance(python_path, string_types):  # unicode too, on 2.7
         python_path = [python_path]
     return list(python_path) + ['-c', stub % encoded.decode('ascii')]
 
@@ -548,15 +549,8 @@ def program_environment(spec):
         return None
     env = dict(os.environ)
     for name, value in extra.items():
-        env[_native(name)] = _native(value)
+        env[native(name)] = native(value)
     return env
-
-
-def _native(text):
-    """*text* as the str a Python 2 environment holds (UTF-8)."""
-    if PY2 and isinstance(text, text_type):  # pragma: no cover
-        return text.encode('utf-8')
-    return text
 
 
 def _connect(router, spec, blob, method, tty, watch_boot, on_process,

@@ -45,7 +45,8 @@ CODE = '''def watch(grace):
  for fd in life,keep:fcntl.fcntl(fd,2,1)
  pid=os.getpid()
  def born():
-  try:return open('/proc/'+str(pid)+'/stat','rb').read().rsplit(b')',1)[1].split()[19]
+  try:
+   with open('/proc/'+str(pid)+'/stat','rb') as f:return f.read().rsplit(b')',1)[1].split()[19]
   except Exception:return
  birth=born()
  middle=os.fork()

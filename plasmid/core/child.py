@@ -136,7 +136,7 @@ class ChildContext(object):
 
     def _force_exit_if_busy(self):
         Logger('plasmid.child').error(
-            'a call did not finish within %.1fs of shutdown; exiting',
+            'a call outlived the shutdown by %.1fs: exiting',
             SHUTDOWN_GRACE)
         self._flush_and_exit(1)
 

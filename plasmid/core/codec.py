@@ -129,7 +129,9 @@ def _enc_error(value, out, depth):
     if isinstance(value, CallError):
         fields = (value.type_name, value.message, value.remote_traceback)
     else:
-        fields = (type(value).__name__, str(value), '')
+        # Its message as given: str() fails on Python 2 for unicode
+        # beyond ASCII (a path), and the context would die of it.
+        fields = (type(value).__name__, (value.args + ('',))[0], '')
     for field in fields:
         _enc_text(compat.text_from_native(field), out)
 

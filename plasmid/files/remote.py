@@ -6,27 +6,12 @@ compatible.  Calls to one context run in the order they were sent, so the
 master sends a file's chunks ahead without waiting for each answer.
 """
 from __future__ import absolute_import
-import codecs
 import os
-import sys
+
+from plasmid.core.ostext import native
 
 # Temporary files a chunk failed to reach: never committed.
 _BROKEN = set()
-# Whether this Python hands text to the system as UTF-8 (Python 3.7+
-# always does in the C locale: PEP 538 and 540).
-_TEXT_IS_UTF8 = str is not bytes and \
-    codecs.lookup(sys.getfilesystemencoding()).name == 'utf-8'
-_SURROGATES = 'strict' if str is bytes else 'surrogateescape'
-
-
-def native(text):
-    """A path (or a command) as sshd and sftp hand it on: its UTF-8 bytes,
-    wherever this interpreter would encode text otherwise.  In the C
-    locale, as over ssh without LANG, Python 2 and Python 3.6 (before PEP
-    538 and 540) encode it as ASCII and fail on anything else."""
-    if isinstance(text, bytes) or _TEXT_IS_UTF8:
-        return text
-    return text.encode('utf-8', _SURROGATES)
 
 
 def write(temp, path, data, offset):

@@ -108,6 +108,20 @@ def _checked_message_limit(size: Any) -> int:
     return size
 
 
+def _checked_password(password: Any) -> Optional[str]:
+    """None or a string typed as one line: a line break in it ended the
+    password early and sent the rest on as the start of the core (a
+    "zlib.error" from the start)."""
+    if password is None:
+        return None
+    if not isinstance(password, str):
+        raise TypeError('password must be None or a string, not %s'
+                        % type(password).__name__)
+    if '\n' in password or '\r' in password:
+        raise ValueError('password must be one line: it holds a line break')
+    return password
+
+
 def _checked_timeout(seconds: Any) -> Optional[float]:
     return _checked_seconds('prompt_timeout', seconds)
 
@@ -481,7 +495,8 @@ class Router:
         prompt_timeout = _checked_timeout(prompt_timeout)
         return self._start('ssh', via, name, connect_timeout,
                            hostname=hostname, port=port, username=username,
-                           identity_file=identity_file, password=password,
+                           identity_file=identity_file,
+                           password=_checked_password(password),
                            python_path=python_path or 'python3',
                            ssh_args=_checked_args('ssh_args', ssh_args),
                            ssh_path=ssh_path,
@@ -505,7 +520,8 @@ class Router:
         leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours).
         *prompt_timeout*: see :meth:`su`."""
         return self._start('sudo', via, name, connect_timeout,
-                           username=username, password=password,
+                           username=username,
+                           password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            sudo_args=_checked_args('sudo_args', sudo_args),
                            sudo_path=sudo_path, set_home=bool(set_home),
@@ -525,7 +541,8 @@ class Router:
         prompt nobody will answer) and fallen silent; then it fails.  None
         leaves only *connect_timeout* to bound it."""
         return self._start('su', via, name, connect_timeout,
-                           username=username, password=password,
+                           username=username,
+                           password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            su_args=_checked_args('su_args', su_args),
                            su_path=su_path,
@@ -542,7 +559,8 @@ class Router:
         password is typed at doas's prompt on a private terminal.
         *prompt_timeout*: see :meth:`su`."""
         return self._start('doas', via, name, connect_timeout,
-                           username=username, password=password,
+                           username=username,
+                           password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            doas_args=_checked_args('doas_args', doas_args),
                            doas_path=doas_path,

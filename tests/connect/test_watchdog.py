@@ -119,6 +119,23 @@ def test_the_watchdog_leaves_with_its_context() -> None:
     assert wait_gone(watched, GONE_WITHIN) == set()
 
 
+def test_the_watchdog_leaves_no_file_open_behind(caplog) -> None:
+    """Python's development mode warns of a file left to the garbage
+    collector: before, every start logged "ResourceWarning: unclosed file
+    <... name='/proc/N/stat'>" (and failed to under -W error)."""
+    caplog.set_level('WARNING', logger='plasmid.ctx')
+    with plasmid.Router() as router:
+        context = router.local(name='dev',
+                               python_path=[sys.executable, '-X', 'dev'])
+        assert context.call(connect_fns.getpid) == context.info['pid']
+        context.call(connect_fns.log_warning, 'the end')
+        context.shutdown()
+    said = [r.getMessage() for r in caplog.records
+            if r.name.startswith('plasmid.ctx')]
+    assert 'the end' in said  # its records do arrive here
+    assert not [line for line in said if 'ResourceWarning' in line], said
+
+
 @pytest.mark.parametrize('version', ['2.7', 'master'])
 def test_the_watchdog_is_not_a_child_of_the_context(version: str) -> None:
     """A context's own os.wait() must not find (and block on) it: nothing

@@ -195,6 +195,24 @@ def test_a_program_an_intermediary_cannot_run_is_named_once(
                                  '[Errno 2] No such file or directory')
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.6', 'master'])
+def test_a_program_beyond_ascii_starts_through_any_intermediary(
+        router: plasmid.Router, tmp_path, monkeypatch, version) -> None:
+    """Before, through a 2.7 context: "TypeError: execv() arg 2 must
+    contain only strings" (and a unicode path was taken apart into
+    letters); through 3.6 in the C locale (as over ssh without LANG), a
+    UnicodeEncodeError; each as a CallError with a remote traceback."""
+    monkeypatch.setenv('LC_ALL', 'C')
+    hop = router.local(name='hop', python_path=require_python(version))
+    (tmp_path / 'café').mkdir()
+    python = tmp_path / 'café' / 'python'
+    python.symlink_to(sys.executable)
+    below = router.local(python_path=str(python), via=hop)
+    assert below.call(local_fns.getppid) == hop.info['pid']
+    with pytest.raises(plasmid.ConnectError, match='[Nn]o such file'):
+        router.local(python_path=str(tmp_path / 'café' / 'none'), via=hop)
+
+
 def test_an_intermediary_forgets_the_links_of_children_that_ended(
         router: plasmid.Router) -> None:
     """Before, a hop kept every child's link it ever had (about 40 KiB

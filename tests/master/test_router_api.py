@@ -318,6 +318,25 @@ def test_via_a_context_of_another_router_is_refused(
     assert router.local(via=mine).call(os.getppid) == mine.info['pid']
 
 
+@pytest.mark.parametrize('method, needs', [
+    ('sudo', {}), ('su', {}), ('doas', {}),
+    ('ssh', {'hostname': 'example.invalid'})])
+@pytest.mark.parametrize('password, error, complaint', [
+    ('first\nsecond', ValueError, 'password must be one line'),
+    ('first\r', ValueError, 'password must be one line'),
+    (b'bytes', TypeError, 'password must be None or a string, not bytes'),
+    (1234, TypeError, 'password must be None or a string, not int')])
+def test_a_password_that_is_no_line_of_text_is_refused(
+        router: plasmid.Router, method, needs, password, error,
+        complaint) -> None:
+    """Before, a line break ended the typed password early and the rest
+    went on into the core: "zlib.error: Error -3 while decompressing"."""
+    with pytest.raises(error, match=complaint) as caught:
+        getattr(router, method)(password=password, **needs)
+    assert 'second' not in str(caught.value)  # no password in messages
+    assert router.streams == []
+
+
 @pytest.mark.parametrize('size', [0, -5, 1024, 1 << 32, 1.5, '4096', True,
                                   None])
 def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
