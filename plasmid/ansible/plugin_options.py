@@ -29,7 +29,8 @@ tests/ansible/test_plugin_options.py): ``ansible.constants.config``'s
 ``initialize_plugin_configuration_definitions``, and the name ansible-core
 keeps a collection plugin's options under: the plugin module's Python name
 (``ansible_collections.plasmid.accel.plugins.connection.ssh``), not its
-FQCN.
+FQCN, which a delegated task's result looks the options up by (they are
+registered under both).
 """
 from __future__ import annotations
 
@@ -72,7 +73,24 @@ def register(plugin_type: str, name: str, options: dict[str, Any]) -> bool:
     # options are plain data, which marshal copies in C: copy.deepcopy
     # took ~1 ms of a cold worker's CPU, a fifth of the plugin's load.
     initialize(plugin_type, name, marshal.loads(marshal.dumps(options)))
+    # Also under the name a play gives (ansible_connection: plasmid.accel.
+    # ssh), which is where a delegated task's result looks for the
+    # connection's ansible_host, _port and _user: without them, its line
+    # read "[web -> db]" where vanilla's ssh reads "[web -> db(10.0.0.5)]".
+    fqcn = fqcn_of(name)
+    if fqcn is not None and not has(plugin_type, fqcn):
+        initialize(plugin_type, fqcn, marshal.loads(marshal.dumps(options)))
     return True
+
+
+def fqcn_of(module_name: str) -> str | None:
+    """``plasmid.accel.ssh`` for the plugin module
+    ``ansible_collections.plasmid.accel.plugins.connection.ssh``."""
+    parts = module_name.split('.')
+    if len(parts) != 6 or parts[0] != 'ansible_collections' or \
+            parts[3] != 'plugins':
+        return None
+    return '.'.join(parts[1:3] + parts[5:])
 
 
 # ------------------------------------------------------------ generating

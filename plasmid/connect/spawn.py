@@ -236,6 +236,9 @@ class Handshake(object):
         self.payload_queued = getattr(method, 'CORE_AHEAD', False)
         self.to_write = self.payload_queued and payload or b''
         self.stdout = b''  # until the ready marker's line
+        # The last of what came before it: a login that ends says why
+        # there (nologin: "This account is currently not available.").
+        self.early_stdout = b''
         self.python = None  # (major, minor), as that line says
         self.stderr = b''
         self.prompt_buf = b''
@@ -251,8 +254,10 @@ class Handshake(object):
 
     def fail(self, reason, ended=False):
         self.proc.kill()
-        raise start_failed(self.spec['name'], reason, self._stderr_said(),
-                           ended)
+        said = self._stderr_said()
+        if ended and not said.strip():  # its words, wherever they went
+            said = self._early_stdout_said()
+        raise start_failed(self.spec['name'], reason, said, ended)
 
     def _exit_reason(self):
         """Why the process ended before booting, as far as we can tell."""
@@ -283,6 +288,10 @@ class Handshake(object):
         prompt = getattr(self.method, 'PROMPT_TEXT', None)
         if prompt:
             text = text.replace(prompt, '')
+        return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
+
+    def _early_stdout_said(self):
+        text = self.early_stdout.decode('utf-8', 'replace')
         return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
 
     def run(self, timeout):
@@ -451,6 +460,7 @@ class Handshake(object):
 
     def _on_stdout(self, data):
         if self.reader is None:
+            self.early_stdout = (self.early_stdout + data)[-LAST_WORDS_SIZE:]
             self.python, rest = split_at_ready(self.stdout + data)
             if self.python is None:
                 self.stdout = rest

@@ -810,14 +810,21 @@ class Router:
         # push of connect_child's own module cannot see.
         self.responder.push(path[0].context_id,
                             spawn.method_module_name(spec['method']))
+        longest = longest_start_of(spec) + VIA_MARGIN
         try:
             # The intermediary enforces connect_timeout itself; the margin
             # covers a hop that stops answering altogether.
             info = via.call_async(spawn.connect_child, spec).result(
-                timeout=longest_start_of(spec) + VIA_MARGIN)
-        except BaseException:
+                timeout=longest)
+        except BaseException as exc:
             self._stop_late_start(via, new_id)
             self.core.lose([new_id], 'start-up failed')
+            if isinstance(exc, TimeoutError):  # a start's failure, named
+                raise ConnectError(
+                    'cannot start %s via %s: %s did not answer within %ds '
+                    '(its own limit for the start was %ds)' % (
+                        spec['name'], via.name, via.name, longest,
+                        longest_start_of(spec))) from None
             raise
         self.responder.started_via(new_id, via.context_id,
                                    spawn.python_of(info))

@@ -40,7 +40,11 @@ connection = connection_loader.get('plasmid.accel.' + sys.argv[1],
 connection.set_options()
 print(json.dumps({'registered': registered,
                   'load_name': connection._load_name,
-                  'pipelining': connection.get_option('pipelining')}))
+                  'pipelining': connection.get_option('pipelining'),
+                  'vars': C.config.get_plugin_vars('connection',
+                                                   connection._load_name),
+                  'vars_by_fqcn': C.config.get_plugin_vars(
+                      'connection', 'plasmid.accel.' + sys.argv[1])}))
 """
 
 # ansible-core's own reading of our documentation against ours.
@@ -126,9 +130,14 @@ def test_options_are_registered_once_under_ansible_cores_name(ansible_bin,
     got = run_in(ansible_bin, LOAD_AND_RECORD, plugin)
     ours = [r for r in got['registered'] if r[0] == 'connection' and
             'plasmid' in r[1]]
-    assert ours == [['connection', module_name(plugin)]]
+    # Also under the FQCN, where a delegated task's result looks for
+    # ansible_host (before: "[t1 -> r1]" where vanilla's ssh said
+    # "[t1 -> r1(127.0.0.1)]").
+    assert ours == [['connection', module_name(plugin)],
+                    ['connection', 'plasmid.accel.' + plugin]]
     assert got['load_name'] == module_name(plugin)
     assert got['pipelining'] is True  # ours, unlike vanilla's
+    assert got['vars_by_fqcn'] == got['vars'] != []
 
 
 @pytest.mark.parametrize('plugin', PLUGINS)

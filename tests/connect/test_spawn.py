@@ -241,6 +241,14 @@ def test_a_start_that_breaks_off_says_whether_the_process_ended() -> None:
             router.local(**FAILURES['closes its output'])
         with pytest.raises(plasmid.ConnectError) as no_python:
             router.local(python_path='/bin/true')
+        # nologin says why on stdout (before: nothing but the status).
+        with pytest.raises(plasmid.ConnectError) as nologin:
+            router.local(python_path=[
+                '/bin/sh', '-c', 'echo "This account is currently not '
+                'available."; exit 1'])
+    assert str(nologin.value).endswith(
+        'the process exited during start-up with status 1: This account '
+        'is currently not available.'), nologin.value
     assert str(killed.value).endswith(
         'the process exited during start-up (killed by signal 9)'), \
         killed.value

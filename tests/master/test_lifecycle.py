@@ -213,6 +213,27 @@ def test_a_program_beyond_ascii_starts_through_any_intermediary(
         router.local(python_path=str(tmp_path / 'café' / 'none'), via=hop)
 
 
+def test_a_start_through_a_frozen_intermediary_fails_naming_it(
+        router: plasmid.Router) -> None:
+    """Before: "plasmid.TimeoutError: no result within 7s", naming
+    neither the start nor the intermediary that stopped answering."""
+    hop = router.local(name='hop')
+    os.kill(hop.info['pid'], signal.SIGSTOP)
+    try:
+        with pytest.raises(plasmid.ConnectError, match='cannot start below '
+                           'via hop: hop did not answer within'):
+            router.local(name='below', via=hop, connect_timeout=0.5)
+    finally:
+        os.kill(hop.info['pid'], signal.SIGCONT)
+    # Thawed, it ran the start, then the stop sent after it: the context
+    # it started ends.
+    deadline = time.time() + LOST_WITHIN
+    while hop.call(local_fns.routes_known) and time.time() < deadline:
+        time.sleep(0.05)
+    assert hop.call(local_fns.routes_known) == []
+    assert hop.call(local_fns.links_to_children) == 0
+
+
 def test_an_intermediary_forgets_the_links_of_children_that_ended(
         router: plasmid.Router) -> None:
     """Before, a hop kept every child's link it ever had (about 40 KiB
