@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import benchlib
 
@@ -37,28 +37,18 @@ import plasmid  # noqa: E402
 Sites = list[tuple[str, int, int]]  # (file, line, bytes grown)
 
 
-def growth_per_cycle(cycle: Callable[[], None], warmup: int,
-                     cycles: int) -> tuple[float, Sites]:
-    """Bytes this process held more per cycle, and the sites that grew
-    most."""
+def growth_per_cycle(cycle: Callable[[], None], warmup: int, cycles: int,
+                     hop=None) -> tuple[float, Sites]:
+    """Bytes held more per cycle, and the sites that grew most: in this
+    process, or in the intermediary *hop* the cycles go through."""
+    def run(func: Callable[[], Any]) -> Any:
+        return func() if hop is None else hop.call(func)
     for _ in range(warmup):
         cycle()
-    bench_fns.start_tracing()
+    run(bench_fns.start_tracing)
     for _ in range(cycles):
         cycle()
-    grown, sites = bench_fns.traced_growth()
-    return grown / cycles, sites
-
-
-def hop_growth_per_cycle(hop, cycle: Callable[[], None], warmup: int,
-                         cycles: int) -> tuple[float, Sites]:
-    """The same, counted in the intermediary *hop* the cycles go through."""
-    for _ in range(warmup):
-        cycle()
-    hop.call(bench_fns.start_tracing)
-    for _ in range(cycles):
-        cycle()
-    grown, sites = hop.call(bench_fns.traced_growth)
+    grown, sites = run(bench_fns.traced_growth)
     return grown / cycles, sites
 
 
@@ -82,8 +72,8 @@ def measure_plasmid(warmup: int, cycles: int) -> tuple:
         master = growth_per_cycle(start_call_stop(router), warmup, cycles)
         held = len(router.contexts)
         hop = router.local(name='hop')
-        behind = hop_growth_per_cycle(hop, start_call_stop(router, hop),
-                                      warmup, cycles)
+        behind = growth_per_cycle(start_call_stop(router, hop), warmup,
+                                  cycles, hop)
     return master, behind, held
 
 
@@ -93,8 +83,8 @@ def measure_mitogen(warmup: int, cycles: int) -> tuple:
         router = mitogen.master.Router(broker)
         master = growth_per_cycle(start_call_stop(router), warmup, cycles)
         hop = router.local()
-        behind = hop_growth_per_cycle(hop, start_call_stop(router, hop),
-                                      warmup, cycles)
+        behind = growth_per_cycle(start_call_stop(router, hop), warmup,
+                                  cycles, hop)
     finally:
         broker.shutdown()
         broker.join()

@@ -155,6 +155,12 @@ def connect_timeout(spec):
     return spec.get('connect_timeout') or 30.0
 
 
+def _without_bootstrap(text):
+    """A program's words with our bootstrap command, which a shell that
+    echoes its commands repeats, shown as "<bootstrap>"."""
+    return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
+
+
 def start_failed(name, reason, said, ended):
     """The ConnectError of the context *name*'s start: *reason*, then what
     its program *said* on stderr, its lines joined into one."""
@@ -288,11 +294,11 @@ class Handshake(object):
         prompt = getattr(self.method, 'PROMPT_TEXT', None)
         if prompt:
             text = text.replace(prompt, '')
-        return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
+        return _without_bootstrap(text)
 
     def _early_stdout_said(self):
-        text = self.early_stdout.decode('utf-8', 'replace')
-        return BOOTSTRAP_TEXT.sub('<bootstrap>', text)
+        return _without_bootstrap(self.early_stdout.decode('utf-8',
+                                                           'replace'))
 
     def run(self, timeout):
         """Drive the start until HELLO, and return what it says; with

@@ -810,7 +810,8 @@ class Router:
         # push of connect_child's own module cannot see.
         self.responder.push(path[0].context_id,
                             spawn.method_module_name(spec['method']))
-        longest = longest_start_of(spec) + VIA_MARGIN
+        own_limit = longest_start_of(spec)
+        longest = own_limit + VIA_MARGIN
         try:
             # The intermediary enforces connect_timeout itself; the margin
             # covers a hop that stops answering altogether.
@@ -824,7 +825,7 @@ class Router:
                     'cannot start %s via %s: %s did not answer within %ds '
                     '(its own limit for the start was %ds)' % (
                         spec['name'], via.name, via.name, longest,
-                        longest_start_of(spec))) from None
+                        own_limit)) from None
             raise
         self.responder.started_via(new_id, via.context_id,
                                    spawn.python_of(info))
