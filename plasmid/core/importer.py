@@ -405,14 +405,6 @@ class Importer(object):
         self.router.send_value(parent, GET_DATA, key, reply_to=handle)
         return latch
 
-    def fetch_data(self, package, relpath):
-        """('file', bytes), ('dir', [names]) or ('missing', None)."""
-        kind, value = self.router.decode(
-            self.data_latch(package, relpath).wait())
-        if kind == 'file':
-            value = compat.bytes_from_wire(value)
-        return kind, value
-
     def _on_child_data_request(self, msg):
         package, relpath = msg.value()
         latch = self.data_latch(package, relpath)
@@ -424,23 +416,14 @@ class Importer(object):
         entry = self.cache.get(fullname)
         if entry is None or not entry.is_pkg:
             return None
-        from plasmid.core.resources import Reader
-        return Reader(self, fullname)
+        from plasmid.core import resources
+        return resources.Reader(resources.ParentData(self), fullname)
 
     def get_data(self, path):
-        """pkgutil.get_data(): *path* is under a package's master path."""
-        best = None
-        for entry in list(self.cache.values()):
-            if entry.is_pkg and entry.filename:
-                root = entry.filename.rpartition('/')[0] + '/'
-                if path.startswith(root) and (
-                        best is None or len(root) > len(best[1])):
-                    best = (entry.name, root)
-        if best is not None:
-            kind, data = self.fetch_data(best[0], path[len(best[1]):])
-            if kind == 'file':
-                return data
-        raise IOError('no data file %s' % path)
+        # The data path (rarely taken) is fetched on demand, out of the
+        # bootstrap.
+        from plasmid.core import resources
+        return resources.ParentData(self).get_data(path)
 
     # ------------------------------------------------- PEP 302 / PEP 451
 

@@ -9,13 +9,49 @@ from __future__ import absolute_import
 import io
 import posixpath
 
+from plasmid.core import compat
+
+
+class ParentData(object):
+    """The parent's answers about one importer's packages: what a Reader
+    asks through ``fetch_data``, and ``pkgutil.get_data``'s paths.  Kept
+    out of the importer, which is in every context's bootstrap."""
+
+    def __init__(self, importer):
+        self.importer = importer
+
+    def fetch_data(self, package, relpath):
+        """('file', bytes), ('dir', [names]) or ('missing', None)."""
+        router = self.importer.router
+        kind, value = router.decode(
+            self.importer.data_latch(package, relpath).wait())
+        if kind == 'file':
+            value = compat.bytes_from_wire(value)
+        return kind, value
+
+    def get_data(self, path):
+        """*path* is under the master path of a package from the parent;
+        the innermost such package answers."""
+        best = None
+        for entry in list(self.importer.cache.values()):
+            if entry.is_pkg and entry.filename:
+                root = entry.filename.rpartition('/')[0] + '/'
+                if path.startswith(root) and (
+                        best is None or len(root) > len(best[1])):
+                    best = (entry.name, root)
+        if best is not None:
+            kind, data = self.fetch_data(best[0], path[len(best[1]):])
+            if kind == 'file':
+                return data
+        raise IOError('no data file %s' % path)
+
 
 class RemotePath(object):
     """A file or directory inside a package served by the parent; what
     ``importlib.resources.files()`` returns for such a package."""
 
-    def __init__(self, importer, package, relpath=''):
-        self.importer = importer
+    def __init__(self, source, package, relpath=''):
+        self.source = source  # has fetch_data(package, relpath)
         self.package = package
         self.relpath = relpath
 
@@ -27,11 +63,11 @@ class RemotePath(object):
         return posixpath.basename(self.relpath) or self.package
 
     def _fetch(self):
-        return self.importer.fetch_data(self.package, self.relpath)
+        return self.source.fetch_data(self.package, self.relpath)
 
     def joinpath(self, *parts):
         path = posixpath.join(self.relpath, *parts)
-        return RemotePath(self.importer, self.package,
+        return RemotePath(self.source, self.package,
                           posixpath.normpath(path).lstrip('/'))
 
     __truediv__ = joinpath
@@ -80,8 +116,8 @@ except NameError:  # Python 2
 class Reader(object):
     """The resource reader a package's loader hands to importlib."""
 
-    def __init__(self, importer, package):
-        self.root = RemotePath(importer, package)
+    def __init__(self, source, package):
+        self.root = RemotePath(source, package)
 
     def files(self):
         return self.root
