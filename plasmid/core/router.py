@@ -267,10 +267,13 @@ class Router(object):
             entries = [(h, self.pending.pop(h)) for h in handles]
         for handle, (target, latch) in entries:
             self.handlers.pop(handle, None)
-            reason = self.lost_reason.get(target, 'context lost')
-            latch.set(error=ContextLost('context %d is gone: %s'
-                                        % (target, reason),
-                                        self.lost_said.get(target, '')))
+            latch.set(error=self.lost_error(target))
+
+    def lost_error(self, target):
+        """The ContextLost that says why context *target* is gone."""
+        return ContextLost('context %d is gone: %s' % (
+            target, self.lost_reason.get(target, 'context lost')),
+            self.lost_said.get(target, ''))
 
     def decode(self, msg, context_factory=None):
         return codec.decode(msg.data, context_factory)

@@ -306,12 +306,8 @@ class MasterContext(Context):
         the core's)."""
         if self.boot is not None and self.boot.error is not None:
             raise self.boot.error
-        if not self.is_alive():  # why, as a call() would say (the core's
-            raise ContextLost(   # terse words cost bootstrap bytes)
-                'context %d is gone: %s' % (
-                    self.context_id, self.router.lost_reason.get(
-                        self.context_id, 'context lost')),
-                self.router.lost_said.get(self.context_id, ''))
+        if not self.is_alive():  # why, as a call() would say
+            raise self.router.lost_error(self.context_id)
         self._send_call(func, args, kwargs)
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
