@@ -92,7 +92,11 @@ _BECOME_FAILURES = ('become', _BECOME_PASSWORD_REFUSED,
 START_STAGE_FLOOR = 60
 # Options ansible.cfg often carries for vanilla ssh's ControlPersist: each
 # context is one long-lived ssh process, so a control master adds nothing.
-_CONTROL_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath')
+# RequestTTY and -t/-tt ask for a terminal, which the context's binary
+# stream cannot pass through: left out too, and commands get a terminal
+# where vanilla's own ssh plugin would ask for one (``_terminal``).
+_LEFT_OUT_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath',
+                     'requesttty')
 
 
 class _ZipWanted(Exception):
@@ -619,7 +623,8 @@ def _verbosity(level: Optional[int]) -> list[str]:
 
 
 def _split_args(text: str) -> list[str]:
-    """ssh options from configuration, without ControlMaster & co."""
+    """ssh options from configuration, without ControlMaster & co. and
+    terminal requests (see _LEFT_OUT_OPTIONS)."""
     return list(_split_args_once(text))
 
 
@@ -640,7 +645,10 @@ def _split_args_once(text: str) -> tuple[str, ...]:
         elif word.startswith('-o'):
             option = word[2:]
         if option is not None and \
-                option.split('=')[0].strip().lower() in _CONTROL_OPTIONS:
+                re.split(r'[\s=]', option.strip(), 1)[0].lower() in \
+                _LEFT_OUT_OPTIONS:
+            continue
+        if re.fullmatch('-t+', word):
             continue
         kept += [word, option] if skip else [word]
     return tuple(kept)

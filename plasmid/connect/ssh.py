@@ -50,6 +50,66 @@ def given_option(ssh_args, name):
     return False
 
 
+# ssh's one-letter options that take a value (OpenSSH 9): in "-lroot" or
+# "-Cp22" the rest of the word is that value, not more options.
+TAKES_VALUE = 'BbcDEeFIiJLlmOoPpQRSWw'
+# What ssh would do instead of carrying the remote Python's stdin and
+# stdout: each fails a start late or strangely (a wait for the whole
+# connect_timeout, a "no route"), so it is refused before ssh runs.
+REFUSED_FLAGS = {
+    'f': 'sends ssh to the background, away from its pipes',
+    'N': 'runs no remote command',
+    'n': "closes ssh's input",
+    's': 'runs a subsystem, not the remote command',
+    'G': 'prints the configuration and exits',
+    'V': 'prints the version and exits',
+    'Q': 'prints what ssh supports and exits',
+    'O': 'sends a command to a control master instead of logging in',
+    'W': "forwards ssh's input to a port instead of the remote command",
+}
+REFUSED_SETTINGS = {  # -o Name=value, the name in lower case
+    'requesttty': (('force',), 'forces a terminal, which garbles the '
+                   'binary stream'),
+    'forkafterauthentication': (('yes',), REFUSED_FLAGS['f']),
+    'sessiontype': (('none', 'subsystem'), 'runs no remote command'),
+    'stdinnull': (('yes',), REFUSED_FLAGS['n']),
+    'remotecommand': (None, 'replaces the remote command'),
+}
+
+
+def _settings_of(ssh_args):
+    """The (name, value, text) of *ssh_args*' ``-o`` options, name and
+    value in lower case."""
+    for i, arg in enumerate(ssh_args):
+        if arg == '-o' and i + 1 < len(ssh_args):
+            setting = ssh_args[i + 1]
+        elif arg.startswith('-o') and len(arg) > 2:
+            setting = arg[2:]
+        else:
+            continue
+        parts = re.split(r'\s*[\s=]\s*', setting.strip(), 1)
+        value = (parts[1:] or [''])[0].strip('"').lower()
+        yield parts[0].lower(), value, setting
+
+
+def refusal(ssh_args):
+    """Why *ssh_args* cannot carry a context (a sentence), or None."""
+    from plasmid.connect.options import short_flags  # the master's only
+    terminals = 0
+    for letter, word in short_flags(ssh_args, TAKES_VALUE):
+        if letter in REFUSED_FLAGS:
+            return '%s %s' % (word, REFUSED_FLAGS[letter])
+        terminals += letter == 't'
+    if terminals > 1:  # one -t asks only where ssh's input is a terminal
+        return '-tt forces a terminal, which garbles the binary stream'
+    for name, value, text in _settings_of(ssh_args):
+        values, why = REFUSED_SETTINGS.get(name, ((), None))
+        if why and (values is None and value != 'none' or
+                    values and value in values):
+            return '-o %s %s' % (text, why)
+    return None
+
+
 def keepalive_options(keepalive, ssh_args):
     """ssh's probes of a quiet connection, unless *ssh_args* set them.  A
     context's ssh lives as long as the context: a link that dies without a

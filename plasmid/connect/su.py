@@ -21,6 +21,26 @@ REFUSALS = [
 ]
 
 
+# su's one-letter options that take a value (util-linux): in "-sbash" the
+# rest of the word is that value.
+TAKES_VALUE = 'cCgGsw'
+PTY_REFUSAL = 'puts a terminal between su and Python, which garbles the ' \
+    'binary stream'
+
+
+def refusal(su_args):
+    """Why *su_args* cannot carry a context, or None: ``-P`` (``--pty``)
+    puts a terminal between su and the new Python, which garbles the
+    binary stream (the start would wait out its connect_timeout)."""
+    from plasmid.connect.options import short_flags  # the master's only
+    if '--pty' in su_args[:su_args.index('--') if '--' in su_args else None]:
+        return '--pty ' + PTY_REFUSAL
+    for letter, word in short_flags(su_args, TAKES_VALUE):
+        if letter == 'P':
+            return '%s %s' % (word, PTY_REFUSAL)
+    return None
+
+
 def default_name(spec):
     return 'su.%s' % (spec.get('username') or 'root')
 

@@ -17,9 +17,10 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from plasmid.connect import context_log, spawn, watchdog
+from plasmid.connect import context_log, spawn, ssh as ssh_method, \
+    su as su_method, watchdog
 from plasmid.core import codec
 from plasmid.core.context import MAIN_ALIAS, Context, Future
 from plasmid.core.errors import (ConnectError, ContextLost, StreamError,
@@ -148,15 +149,22 @@ def _checked_python_path(python_path: Any) -> Any:
                     'strings (an argv), not %r' % (python_path,))
 
 
-def _checked_args(option: str, args: Any) -> list[str]:
+def _checked_args(option: str, args: Any,
+                  refusal: Optional[Callable[[list[str]], Optional[str]]]
+                  = None) -> list[str]:
     """Extra arguments for a program: a sequence of strings.  One string
-    would otherwise be taken apart into characters."""
+    would otherwise be taken apart into characters.  *refusal* (the
+    method's) names an option that would keep the context from starting."""
     if args is None:
         return []
     if isinstance(args, (str, bytes)) or not isinstance(
             args, (list, tuple)) or not all(isinstance(a, str) for a in args):
         raise ValueError('%s must be a list of strings, not %r'
                          % (option, args))
+    why = refusal and refusal(list(args))
+    if why:
+        raise ValueError('%s: %s; plasmid talks to the new Python over the '
+                         "program's plain input and output" % (option, why))
     return list(args)
 
 
@@ -494,7 +502,8 @@ class Router:
                            identity_file=identity_file,
                            password=_checked_password(password),
                            python_path=python_path or 'python3',
-                           ssh_args=_checked_args('ssh_args', ssh_args),
+                           ssh_args=_checked_args('ssh_args', ssh_args,
+                                                  ssh_method.refusal),
                            ssh_path=ssh_path,
                            keepalive=_checked_keepalive(keepalive),
                            password_prompt=password_prompt,
@@ -540,7 +549,8 @@ class Router:
                            username=username,
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
-                           su_args=_checked_args('su_args', su_args),
+                           su_args=_checked_args('su_args', su_args,
+                                                 su_method.refusal),
                            su_path=su_path,
                            prompt_timeout=_checked_timeout(prompt_timeout))
 

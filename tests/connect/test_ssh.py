@@ -267,6 +267,51 @@ def test_given_option_reads_every_spelling(args: list, given: bool) -> None:
     assert ssh.given_option(args, 'ConnectTimeout') is given
 
 
+@pytest.mark.parametrize('args,named', [
+    (['-tt'], '-tt'),
+    (['-t', '-C', '-t'], '-tt'),
+    (['-Ctt'], '-tt'),
+    (['-f'], '-f'),
+    (['-p', '22', '-N'], '-N'),
+    (['-F', '/dev/null', '-n'], '-n'),
+    (['-W', 'host:22'], '-W'),
+    (['-o', 'RequestTTY=force'], '-o RequestTTY=force'),
+    (['-oForkAfterAuthentication yes'], '-o ForkAfterAuthentication yes'),
+    (['-o', 'SessionType=none'], '-o SessionType=none'),
+    (['-o', 'RemoteCommand=ls'], '-o RemoteCommand=ls'),
+])
+def test_options_that_keep_a_context_from_starting_are_refused_at_once(
+        args: list, named: str, sshd, router) -> None:
+    # Each of these failed late or strangely: -tt waited out the whole
+    # connect_timeout, -f "started" and then had no route, -n lost the
+    # context at its first call.  No ssh runs for them.
+    kwargs = sshd.ssh_kwargs()
+    kwargs['ssh_args'] = list(kwargs['ssh_args']) + args
+    with pytest.raises(ValueError) as raised:
+        router.ssh(connect_timeout=60, **kwargs)
+    assert str(raised.value).startswith('ssh_args: ' + named), raised.value
+    assert router.streams == []
+
+
+@pytest.mark.parametrize('args', [
+    ['-t'],                        # only where ssh's input is a terminal
+    ['-C', '-t'],
+    ['-l', 'fn'],                  # values are not options
+    ['-pN'],
+    ['-o', 'RequestTTY=no'],
+    ['-o', 'RemoteCommand=none'],
+    ['-vv'],
+])
+def test_options_that_leave_the_stream_alone_are_kept(args: list) -> None:
+    assert ssh.refusal(args) is None
+
+
+def test_one_t_starts_and_calls(sshd, router) -> None:
+    kwargs = sshd.ssh_kwargs()
+    kwargs['ssh_args'] = list(kwargs['ssh_args']) + ['-t']
+    assert router.ssh(**kwargs).call(sum, [1, 2]) == 3
+
+
 def test_failed_connects_leave_router_usable(sshd, router) -> None:
     _connect_error(router, **dict(sshd.ssh_kwargs(), port=free_port()))
     assert router.streams == []

@@ -11,6 +11,7 @@ import pytest
 
 import connect_fns
 import plasmid
+from plasmid.connect import su as su_method
 from testbed import PASSWORD_B, USER_A, USER_B, accounts
 
 
@@ -36,6 +37,26 @@ def test_su_s_shell_gives_its_place_to_the_interpreter(sshd, router) -> None:
     with accounts.login_shell('/bin/sh', USER_A):
         ctx = router.su(username=USER_A, python_path=sys.executable)
     assert ctx.call(connect_fns.parent_command) == 'su'
+
+
+@pytest.mark.parametrize('args,named', [
+    (['-P'], '-P'), (['--pty'], '--pty'), (['-lP'], '-lP')])
+def test_a_terminal_between_su_and_python_is_refused_at_once(
+        sshd, router, args, named) -> None:
+    # su -P put a terminal in the way: the start waited out its whole
+    # connect_timeout.
+    with pytest.raises(ValueError) as raised:
+        router.su(username=USER_A, python_path=sys.executable,
+                  su_args=args, connect_timeout=60)
+    assert str(raised.value).startswith('su_args: %s puts a terminal'
+                                        % named), raised.value
+    assert router.streams == []
+
+
+def test_values_and_words_after_double_dash_are_no_options() -> None:
+    assert su_method.refusal(['-s', '-P']) is None  # -P is the shell
+    assert su_method.refusal(['--', '--pty']) is None
+    assert su_method.refusal(['-l', '-m']) is None
 
 
 @pytest.mark.parametrize('password', ['wrong-password', None])
