@@ -211,13 +211,49 @@ class ModuleFinder:
             if not parent:
                 return importlib.machinery.PathFinder.find_spec(fullname)
             parent_spec = self._spec(parent)
-            if parent_spec is None or \
-                    not parent_spec.submodule_search_locations:
+            locations = _search_locations(parent, parent_spec)
+            if not locations:
                 return None
-            return importlib.machinery.PathFinder.find_spec(
-                fullname, list(parent_spec.submodule_search_locations))
+            try:
+                return importlib.machinery.PathFinder.find_spec(fullname,
+                                                                locations)
+            except KeyError:  # see _namespace_spec
+                return _namespace_spec(fullname, locations)
         except (ImportError, ValueError):
             return None
+
+
+def _namespace_spec(fullname: str, locations: list[str]):
+    """The spec of namespace package *fullname* (directories without
+    ``__init__.py``) inside *locations*.  PathFinder's own raises KeyError
+    where the master has not imported the parent (``flask.sansio`` before
+    ``flask``): its path recomputes itself from the parent's module."""
+    leaf = fullname.rpartition('.')[2]
+    dirs = [os.path.join(d, leaf) for d in locations
+            if os.path.isdir(os.path.join(d, leaf))]
+    if not dirs:
+        return None
+    spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+    spec.submodule_search_locations = dirs
+    return spec
+
+
+def _search_locations(name: str, spec) -> list[str]:
+    """Where package *name*'s submodules are: its ``__path__`` where the
+    master has imported it (a package may change it: pkgutil's
+    ``extend_path``, a directory appended), else what its spec says.  A
+    namespace package's path recomputes itself from its parent's module,
+    which the master may not have imported (``google.cloud`` before
+    ``google``): then the directories it found last time."""
+    path = getattr(sys.modules.get(name), '__path__', None)
+    if path is None:
+        path = spec.submodule_search_locations if spec else None
+    if path is None:
+        return []
+    try:
+        return list(path)
+    except KeyError:
+        return list(getattr(path, '_path', ()))
 
 
 def _namespace_dir(spec) -> Optional[str]:
@@ -485,7 +521,13 @@ class ModuleResponder:
 
     def _on_data_request(self, msg) -> None:
         package, relpath = msg.value()
-        self.router.reply(msg, self.package_data(str(package), str(relpath)))
+        try:
+            answer = self.package_data(str(package), str(relpath))
+        except Exception:  # the context waits for an answer: give one
+            LOG.exception('serving %s:%s to context %d failed', package,
+                          relpath, msg.src)
+            answer = ('missing', None)
+        self.router.reply(msg, answer)
 
     def package_data(self, package: str, relpath: str) -> tuple:
         """A data file or listing inside a package we serve, never
@@ -516,10 +558,25 @@ class ModuleResponder:
             LOG.error('context %d sent a malformed module request', msg.src)
             return
         with self.lock:
-            if origin is None:
-                self._answer_imports(msg.src, names)
-            else:
-                self._answer_batch(msg.src, names, str(origin))
+            try:
+                if origin is None:
+                    self._answer_imports(msg.src, names)
+                else:
+                    self._answer_batch(msg.src, names, str(origin))
+            except Exception:
+                LOG.exception('serving modules %s to context %d failed',
+                              ', '.join(names), msg.src)
+                self._answer_unserved(msg.src, names)
+
+    def _answer_unserved(self, child: int, names: list[str]) -> None:
+        """After a failure of ours: "no such module" for each of *names*
+        not sent yet.  The context's import waits for an answer to each;
+        an ImportError there beats an import that never returns."""
+        counts = self.counts.get(child, collections.Counter())
+        for name in names:
+            if not counts[name]:
+                self._send_entry(child, ModuleEntry(name, False, None, None),
+                                 None, {'for_name': name})
 
     def push(self, child: int, name: str) -> None:
         """Send module *name* to direct child *child* before it asks, as the

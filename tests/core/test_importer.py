@@ -831,6 +831,66 @@ def test_a_namespace_package_arrives_as_an_empty_package(
                         'VALUE') == 'flat'
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+@pytest.mark.parametrize('tree_files, module', [
+    # A regular package holding a namespace one (flask.sansio).
+    ({'nsreg/__init__.py': '', 'nsreg/inner/mod.py': 'VALUE = 42\n'},
+     'nsreg.inner.mod'),
+    # Namespace packages inside each other (google.cloud.storage).
+    ({'nstop/cloud/storage/__init__.py': 'VALUE = 42\n'},
+     'nstop.cloud.storage'),
+])
+def test_a_namespace_package_below_a_package_the_master_never_imported(
+        router: plasmid.Router, tmp_path, version: str, tree_files: dict,
+        module: str) -> None:
+    """The master's finder asked PathFinder, whose namespace path reads
+    the parent's module from the master's sys.modules: KeyError, no
+    answer, and the context's import waited for ever."""
+    root = str(tmp_path / 'nsdeep')
+    import_fns.write_tree(root, tree_files)
+    top = module.partition('.')[0]
+    with on_master_path(root, top):
+        assert top not in sys.modules
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(import_fns.attribute, module, 'VALUE') == 42
+
+
+def test_submodules_are_found_where_the_package_says_it_lives(
+        router: plasmid.Router, tmp_path) -> None:
+    """A package that extends its ``__path__`` (pkgutil's extend_path over
+    two directories): the master looked only where its spec first said."""
+    extend = ('from pkgutil import extend_path\n'
+              '__path__ = extend_path(__path__, __name__)\n')
+    first, second = str(tmp_path / 'a'), str(tmp_path / 'b')
+    import_fns.write_tree(first, {'pkgext/__init__.py': extend,
+                                  'pkgext/x.py': 'VALUE = "x"\n'})
+    import_fns.write_tree(second, {'pkgext/__init__.py': extend,
+                                   'pkgext/y.py': 'VALUE = "y"\n'})
+    with on_master_path(second), on_master_path(first, 'pkgext'):
+        importlib.import_module('pkgext')
+        ctx = router.local()
+        assert ctx.call(import_fns.attribute, 'pkgext.y', 'VALUE') == 'y'
+
+
+def test_a_failure_serving_modules_fails_the_import_not_hangs_it(
+        router: plasmid.Router, monkeypatch, caplog) -> None:
+    """Whatever goes wrong on the master's side, the context's import gets
+    an answer: here ModuleNotFoundError, and the master logs why."""
+    finder = router.responder.finder
+    find = finder._find
+
+    def broken(fullname):
+        if fullname == 'imptree_broken_finder':
+            raise RuntimeError('the finder broke on ' + fullname)
+        return find(fullname)
+    monkeypatch.setattr(finder, '_find', broken)
+    ctx = router.local(connect_timeout=30)
+    future = ctx.call_async(import_fns.try_import, 'imptree_broken_finder')
+    error = future.result(timeout=30)
+    assert error is not None and 'imptree_broken_finder' in error
+    assert 'the finder broke on imptree_broken_finder' in caplog.text
+
+
 # ------------------------------------------------------ negative answers
 
 
