@@ -138,8 +138,10 @@ class Stream(object):
                 written = os.write(self.wfd, data)
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EINTR):
-                    # The reader will see the loss too and close us.
-                    return False
+                    # Lost as queued output is (on_writable): the reader
+                    # sees the loss too, and pending calls fail saying
+                    # why (a "no route" now would say nothing).
+                    return True
                 written = 0
             if written == len(data):
                 return True

@@ -71,6 +71,25 @@ def test_killed_context_fails_pending_and_later_calls(
     assert bystander.call(local_fns.getpid) == bystander.info['pid']
 
 
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_context_that_died_while_idle_says_why_at_the_first_call(
+        threaded: bool) -> None:
+    """A threadless router learns of the death only when a call writes to
+    the dead pipe: that first call failed with a bare "no route to
+    context 1" and nothing in ``said``; the second one said why."""
+    with plasmid.Router(threaded=threaded) as router:
+        idle = router.local(name='idle')
+        pid = idle.call(os.getpid)
+        os.kill(pid, signal.SIGKILL)
+        wait_gone([pid], LOST_WITHIN)
+        for _ in range(2):
+            with pytest.raises(plasmid.ContextLost) as caught:
+                idle.call(os.getpid)
+            assert caught.value.said.endswith(
+                'was killed by signal %d' % signal.SIGKILL), caught.value
+            assert 'the connection to idle was lost' in str(caught.value)
+
+
 @pytest.mark.parametrize('version', [None, '3.7', '3.13'])
 def test_a_context_that_dies_while_its_fork_lives_is_lost_at_once(
         router: plasmid.Router, version: str | None) -> None:
