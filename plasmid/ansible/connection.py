@@ -436,8 +436,12 @@ class Connection(ConnectionBase):
             return tuple(self._call('module', spec, job.interpreter,
                                     job.digest, None, to_target))
         except _ZipWanted:
-            return tuple(self._call('module', spec, job.interpreter,
-                                    job.digest, job.zip_data, to_target))
+            pass
+        # Outside the handler: a failure of this call (a task's timeout)
+        # must not carry _ZipWanted as its context, which ansible-core
+        # prints as a chain of causes where vanilla says one thing.
+        return tuple(self._call('module', spec, job.interpreter,
+                                job.digest, job.zip_data, to_target))
 
     def _housekeeping(self, spec: dict, text: str,
                       chore: commands.Housekeeping) -> tuple:
