@@ -429,6 +429,11 @@ class Connection(ConnectionBase):
         *sudo_command*: the words vanilla's sudo would run, which the
         module process names in SUDO_COMMAND
         (``target._export_sudo_command``)."""
+        if env and any(name.startswith('PYTHON') for name in env):
+            # PYTHONPATH, PYTHONOPTIMIZE, PYTHONWARNINGS...: read by an
+            # interpreter as it starts, so a fork of a warm one would run
+            # the module without them.  Vanilla's fresh one has them.
+            raise _RunFromScript()
         to_target = job.to_target(env)
         if sudo_command:
             to_target['sudo_command'] = sudo_command

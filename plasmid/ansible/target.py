@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import zlib
 
 from plasmid.ansible import forks, shell_spawn, vfork, warm
@@ -306,6 +307,8 @@ def _module_main(modules, job, stale):
     _export_pwd()
     _export_sudo_command(job.get('sudo_command'))
     os.environ.update(job.get('env') or {})
+    if 'TZ' in (job.get('env') or {}):
+        time.tzset()  # local time as a fresh interpreter would read it
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
     vfork.install()

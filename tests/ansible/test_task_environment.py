@@ -1,0 +1,86 @@
+"""A task's ``environment:`` as a module's Python sees it: what an
+interpreter reads only as it starts (PYTHONPATH, PYTHONOPTIMIZE...) and
+the local time zone (TZ), as under vanilla's fresh interpreter per task."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from parity import run_both
+from runner import inventory
+
+MODULE = '''#!/usr/bin/python
+import sys, time
+from ansible.module_utils.basic import AnsibleModule
+try:
+    import plasmid_on_pythonpath
+    found = plasmid_on_pythonpath.WHERE
+except ImportError:
+    found = 'ImportError'
+AnsibleModule(argument_spec={}).exit_json(
+    found=found,
+    optimize=sys.flags.optimize,
+    dont_write_bytecode=bool(sys.flags.dont_write_bytecode),
+    tzname=list(time.tzname),
+    hour_at_epoch=time.localtime(0).tm_hour)
+'''
+
+BOOK = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: plain
+      python_env_report:
+    - name: startup variables
+      python_env_report:
+      environment:
+        PYTHONPATH: "{{ lib }}"
+        PYTHONOPTIMIZE: "1"
+        PYTHONDONTWRITEBYTECODE: "1"
+    - name: startup variables as root
+      python_env_report:
+      become: true
+      environment:
+        PYTHONPATH: "{{ lib }}"
+    - name: a time zone
+      python_env_report:
+      environment:
+        TZ: Asia/Tokyo
+    - name: plain again
+      python_env_report:
+"""
+
+
+@pytest.fixture
+def library_dir():
+    """A directory every account can read, for PYTHONPATH."""
+    path = tempfile.mkdtemp(prefix='plasmid-pythonpath-')
+    os.chmod(path, 0o755)
+    with open(os.path.join(path, 'plasmid_on_pythonpath.py'), 'w') as f:
+        f.write('WHERE = "from PYTHONPATH"\n')
+    os.chmod(os.path.join(path, 'plasmid_on_pythonpath.py'), 0o644)
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.mark.edge_releases
+def test_a_tasks_environment_reaches_the_modules_python_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, library_dir):
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'python_env_report.py').write_text(MODULE)
+    inv = inventory(sshd, ansible_account, extra='lib=%s' % library_dir)
+    vanilla, ours = run_both(ansible_bin, tmp_path, BOOK, inv)
+    results = {name: r['result'] for (_, name), r in ours.by_task().items()}
+    # What vanilla showed too (run_both compared every task's result).
+    assert results['startup variables']['found'] == 'from PYTHONPATH'
+    assert results['startup variables']['optimize'] == 1
+    assert results['startup variables as root']['found'] == \
+        'from PYTHONPATH'
+    assert results['a time zone']['tzname'] == ['JST', 'JST']
+    assert results['a time zone']['hour_at_epoch'] == 9
+    # Neither leaks into the next task's interpreter.
+    assert results['plain again'] == results['plain']
+    assert results['plain']['found'] == 'ImportError'
