@@ -228,6 +228,9 @@ def run_module(digest, job, hold_above=None):
         # Run here, the module would fail with our frames around the
         # error; the AnsiballZ wrapper fails with this Python's own words.
         return (FROM_SCRIPT,)
+    changed = warm.forget_changed_library()
+    if _add_user_site() or changed:
+        _FORKER.invalidate()  # a spare forked before holds the old state
     rc, out, err, imported = _FORKER.run(
         (digest, job, warm.stale_names(digest, modules)),
         then=lambda names: _learn(modules, names, job['module_fqn']))
@@ -297,6 +300,20 @@ def _forget(names):
         for loaded in [n for n in sys.modules
                        if n == name or n.startswith(name + '.')]:
             del sys.modules[loaded]
+
+
+def _add_user_site():
+    """Put the account's own site-packages on sys.path if a task created
+    it after this interpreter started (``pip install --user``), as a
+    fresh interpreter, vanilla's, would have it; True if it did."""
+    import site
+    if not getattr(site, 'ENABLE_USER_SITE', False):
+        return False
+    path = site.getusersitepackages()
+    if path in sys.path or not os.path.isdir(path):
+        return False
+    site.addsitedir(path)
+    return True
 
 
 def _module_main(modules, job, stale):

@@ -17,6 +17,7 @@ no module process pays for again:
 """
 from __future__ import absolute_import
 import locale
+import os
 import sys
 
 try:
@@ -37,6 +38,12 @@ _COLD = set()  # names that failed to import here: not tried again
 # payload digest -> (size of _WARM then, warm names it carries otherwise)
 _STALE = {}
 _LOCALE_LOADED = []
+# Modules warm imports brought from the target's own library (not the
+# payload's, not the standard library's): name -> (file, mtime, size).  A
+# task may install, upgrade or remove one (pip): vanilla's next module
+# sees that, so ours must too.
+_LIBRARY_FILES = {}
+_STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
 def names():
@@ -58,6 +65,7 @@ def import_modules(modules, wanted, finders, module_fqn):
     if not wanted:
         return False
     saved = sys.meta_path[:]
+    before = set(sys.modules)
     # Import as the module would: a name missing from the payload and the
     # target's library must fail here at once, not ask the master.
     sys.meta_path[:] = finders
@@ -71,6 +79,42 @@ def import_modules(modules, wanted, finders, module_fqn):
             _WARM[name] = modules.digests.get(name)
     finally:
         sys.meta_path[:] = _restored(saved, finders, sys.meta_path[:])
+    _note_library_files(set(sys.modules) - before, modules)
+    return True
+
+
+def _note_library_files(names, modules):
+    for name in names:
+        path = getattr(sys.modules.get(name), '__file__', None)
+        if name in modules.code or not path or (
+                path.startswith(_STDLIB) and '-packages' + os.sep not in path):
+            continue
+        try:
+            found = os.stat(path)
+        except OSError:
+            continue
+        _LIBRARY_FILES[name] = (path, found.st_mtime, found.st_size)
+
+
+def forget_changed_library():
+    """If a file of the target's library that warm modules came from has
+    changed or gone since, drop all such modules here (they import one
+    another) and return True: module processes then import them afresh
+    from disk, and they are warmed again after.  A stat per file per task."""
+    for path, mtime, size in _LIBRARY_FILES.values():
+        try:
+            found = os.stat(path)
+        except OSError:
+            break
+        if (found.st_mtime, found.st_size) != (mtime, size):
+            break
+    else:
+        return False
+    for name in _LIBRARY_FILES:
+        sys.modules.pop(name, None)
+        _WARM.pop(name, None)
+        _COLD.discard(name)
+    _LIBRARY_FILES.clear()
     return True
 
 

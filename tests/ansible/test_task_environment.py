@@ -84,3 +84,61 @@ def test_a_tasks_environment_reaches_the_modules_python_as_in_vanilla(
     # Neither leaks into the next task's interpreter.
     assert results['plain again'] == results['plain']
     assert results['plain']['found'] == 'ImportError'
+
+
+LIBRARY_MODULE = '''#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+try:
+    import plasmid_lib_ver
+    value = plasmid_lib_ver.VALUE
+except ImportError:
+    value = 'ImportError'
+AnsibleModule(argument_spec={}).exit_json(value=value)
+'''
+
+LIBRARY_BOOK = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: where the user site is
+      command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
+      register: usersite
+    - name: before any library
+      library_value:
+    - name: make the user site
+      file: {path: "{{ usersite.stdout }}", state: directory}
+    - name: install the library
+      copy: {content: "VALUE = 1\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
+    - name: first version
+      library_value:
+    - name: again, warm
+      library_value:
+    - name: upgrade the library
+      copy: {content: "VALUE = 22222\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
+    - name: second version
+      library_value:
+    - name: remove the library
+      file: {path: "{{ usersite.stdout }}/plasmid_lib_ver.py", state: absent}
+    - name: after removal
+      library_value:
+    - name: clean up
+      file: {path: "{{ usersite.stdout }}", state: absent}
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla's fresh interpreter per task sees a library a task
+    installed (in a user site that did not exist when ours started), then
+    upgraded, then removed; ours kept the first import warm."""
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, LIBRARY_BOOK, inv)
+    values = {name: r['result'].get('value')
+              for (_, name), r in ours.by_task().items()}
+    assert [values[name] for name in (
+        'before any library', 'first version', 'again, warm',
+        'second version', 'after removal')] == \
+        ['ImportError', 1, 1, 22222, 'ImportError'], values
