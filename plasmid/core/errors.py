@@ -47,8 +47,10 @@ class ContextLost(Error):
     """A context, or a hop on its route, went away.
 
     ``said`` is what the program that carried the link (ssh) wrote on
-    stderr after the context had started, up to its exit ('' if nothing,
-    or if the link was further away than this context's own child).
+    stderr after the context had started, up to its exit; where it wrote
+    nothing and ended badly, how it ended ("python3 was killed by signal
+    9"); '' for a context shut down, or a link further away than this
+    context's own child.
     """
 
     def __init__(self, message, said=''):

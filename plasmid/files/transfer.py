@@ -77,6 +77,7 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
     the file may yet appear, whole)."""
     remote_path = remote_path_of(remote_path)
     check_arguments(mode, chunk_size, window, timeout)
+    chunk_size = fitting_chunk(context, chunk_size)
     temp = temp_beside(remote_path)
     with open(local_path, 'rb') as source:
         first = source.read(chunk_size)
@@ -103,6 +104,7 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     untouched."""
     remote_path = remote_path_of(remote_path)
     check_arguments(None, chunk_size, window, timeout)
+    chunk_size = fitting_chunk(context, chunk_size)
     fetch = Fetch(context, remote_path, os.fspath(local_path), chunk_size,
                   window, timeout)
     try:
@@ -112,6 +114,13 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
         fetch.abandon()
         raise
     return fetch.size
+
+
+def fitting_chunk(context: Context, chunk_size: int) -> int:
+    """*chunk_size*, or less where the router's ``max_message_size`` is
+    smaller: a chunk and its message's other fields must fit in one
+    message (a 4 MiB chunk under a 4 KiB limit failed with StreamError)."""
+    return max(1, min(chunk_size, context.router.max_message // 2))
 
 
 def remote_path_of(path: Path) -> str:

@@ -194,6 +194,19 @@ def _checked_user(username: Any) -> Optional[str]:
     return username
 
 
+def _checked_port(port: Any) -> Optional[int]:
+    """An ssh port: None (ssh's choice), or 1-65535 (digits as text
+    too).  0 was dropped without a word; a word went to ssh as given."""
+    if port is None:
+        return None
+    if isinstance(port, str) and port.isdigit():
+        port = int(port)
+    if not isinstance(port, int) or isinstance(port, bool) or \
+            not 0 < port < 65536:
+        raise ValueError('port must be None or 1-65535, not %r' % (port,))
+    return port
+
+
 def _checked_container(container: Any) -> str:
     """A container name or id, refused where the engine's client would
     read it as an option, or as nothing at all."""
@@ -498,7 +511,12 @@ class Router:
                              'not %r' % (password_prompt,))
         prompt_timeout = _checked_timeout(prompt_timeout)
         return self._start('ssh', via, name, connect_timeout,
-                           hostname=hostname, port=port, username=username,
+                           hostname=_checked_name('hostname', hostname,
+                                                  what='a host name'),
+                           port=_checked_port(port),
+                           username=_checked_name('username', username,
+                                                  optional=True,
+                                                  what='a user name'),
                            identity_file=identity_file,
                            password=_checked_password(password),
                            python_path=python_path or 'python3',
@@ -525,7 +543,8 @@ class Router:
         leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours).
         *prompt_timeout*: see :meth:`su`."""
         return self._start('sudo', via, name, connect_timeout,
-                           username=username,
+                           username=_checked_name('username', username,
+                                                  what='a user name'),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            sudo_args=_checked_args('sudo_args', sudo_args),
@@ -546,7 +565,8 @@ class Router:
         prompt nobody will answer) and fallen silent; then it fails.  None
         leaves only *connect_timeout* to bound it."""
         return self._start('su', via, name, connect_timeout,
-                           username=username,
+                           username=_checked_name('username', username,
+                                                  what='a user name'),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            su_args=_checked_args('su_args', su_args,
@@ -565,7 +585,8 @@ class Router:
         password is typed at doas's prompt on a private terminal.
         *prompt_timeout*: see :meth:`su`."""
         return self._start('doas', via, name, connect_timeout,
-                           username=username,
+                           username=_checked_name('username', username,
+                                                  what='a user name'),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            doas_args=_checked_args('doas_args', doas_args),

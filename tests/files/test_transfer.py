@@ -29,6 +29,7 @@ class CountingContext:
 
     def __init__(self, context: plasmid.Context) -> None:
         self.context = context
+        self.router = context.router  # its message limit sizes chunks
         self.calls: list[str] = []
         self.unanswered = 0
         self.most_unanswered = 0
@@ -88,6 +89,20 @@ def test_a_file_goes_and_comes_back_whole(router, tmp_path, version,
     assert counted.calls == ['read'] * (chunks + 2)
     assert counted.most_unanswered == 3
     assert leftovers(tmp_path) == []
+
+
+def test_chunks_fit_a_small_message_limit(tmp_path) -> None:
+    """The default 4 MiB chunk under Router(max_message_size=4096) failed
+    with "a message of 4194460 bytes exceeds the 4096 byte limit"."""
+    data = os.urandom(50000)
+    (tmp_path / 'src').write_bytes(data)
+    with plasmid.Router(max_message_size=4096) as small:
+        ctx = small.local()
+        assert plasmid.put_file(ctx, tmp_path / 'src',
+                                str(tmp_path / 'dst')) == len(data)
+        assert plasmid.fetch_file(ctx, str(tmp_path / 'dst'),
+                                  tmp_path / 'back') == len(data)
+    assert (tmp_path / 'back').read_bytes() == data
 
 
 def test_a_small_file_costs_one_round_trip(router, tmp_path) -> None:

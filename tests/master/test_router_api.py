@@ -289,6 +289,32 @@ def test_extra_arguments_that_are_no_list_of_strings_are_refused(
     assert router.streams == []
 
 
+@pytest.mark.parametrize('method, kwargs, named', [
+    # Each word would have reached the program's command line as an option
+    # (ssh -oProxyCommand=..., su -c ...), or as nothing.
+    ('ssh', {'hostname': '-oProxyCommand=touch /tmp/owned'}, 'hostname'),
+    ('ssh', {'hostname': ''}, 'hostname'),
+    ('ssh', {'hostname': 'h', 'username': '-oProxyCommand=x'}, 'username'),
+    ('ssh', {'hostname': 'h', 'port': 0}, 'port'),
+    ('ssh', {'hostname': 'h', 'port': 'twenty-two'}, 'port'),
+    ('ssh', {'hostname': 'h', 'port': 65536}, 'port'),
+    ('su', {'username': '-c'}, 'username'),
+    ('sudo', {'username': '--preserve-env'}, 'username'),
+    ('doas', {'username': ''}, 'username'),
+])
+def test_a_host_user_or_port_read_as_an_option_or_nothing_is_refused(
+        router: plasmid.Router, method, kwargs, named) -> None:
+    with pytest.raises(ValueError, match='%s must be' % named):
+        getattr(router, method)(**kwargs)
+    assert router.streams == []
+
+
+def test_a_port_given_as_digits_is_a_port() -> None:
+    from plasmid.master.router import _checked_port
+    assert _checked_port('2222') == 2222
+    assert _checked_port(None) is None
+
+
 @pytest.mark.parametrize('method', ['docker', 'podman'])
 @pytest.mark.parametrize('username', ['', ' ', True, 1.5, -1, ['root']])
 def test_a_container_user_that_is_no_name_or_uid_is_refused(
