@@ -136,12 +136,28 @@ def _call(router: plasmid.Router, args) -> int:
     module, _, name = args.function.rpartition('.')
     if not module:
         raise SystemExit('plasmid: give a dotted name, e.g. platform.node')
-    func = resolve(module, name) if module in sys.modules else getattr(
-        importlib.import_module(module), name)
+    func = _function(module, name)
+    values = []  # all read before anything starts
+    for arg in args.args:
+        try:
+            values.append(json.loads(arg))
+        except ValueError as exc:
+            raise SystemExit('plasmid: argument %r is not JSON: %s'
+                             % (arg, exc))
     context = _start_chain(router, args)[-1][0]
-    values = [json.loads(arg) for arg in args.args]
     print(json.dumps(context.call(func, *values), default=repr))
     return 0
+
+
+def _function(module: str, name: str):
+    """The function *module.name*, or the reason it cannot be had."""
+    try:
+        if module in sys.modules:
+            return resolve(module, name)
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise SystemExit('plasmid: cannot find %s.%s: %s'
+                         % (module, name, exc))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -39,6 +39,23 @@ def test_call_wants_a_dotted_name() -> None:
     assert 'give a dotted name' in done.stderr
 
 
+@pytest.mark.parametrize('args, message', [
+    (('call', 'os.nonexistent'), "plasmid: cannot find os.nonexistent: "
+     "module 'os' has no attribute 'nonexistent'"),
+    (('call', 'plasmid_no_such_module.f'), 'plasmid: cannot find '
+     "plasmid_no_such_module.f: No module named 'plasmid_no_such_module'"),
+    (('call', 'os.getcwd', '{bad'), "plasmid: argument '{bad' is not JSON"),
+])
+def test_a_function_or_argument_that_is_not_there_is_a_message(
+        args, message) -> None:
+    """Both were Python tracebacks (the bad argument's after a context
+    had started)."""
+    done = plasmid_command(*args)
+    assert done.returncode == 1
+    assert done.stderr.startswith(message), done.stderr
+    assert 'Traceback' not in done.stderr
+
+
 def test_a_chain_of_hops_runs_in_the_order_given(podman_container) -> None:
     container = podman_container
     done = plasmid_command('info', '--local', '--podman', container)
