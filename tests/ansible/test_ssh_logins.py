@@ -623,14 +623,8 @@ def test_a_connection_dropped_between_tasks_is_made_again(
         assert ours.stats['contexts'] == 5 + local, ours.stats
 
 
-TERMINAL_ASKED = """
-- hosts: targets
-  gather_facts: false
-  tasks:
-    - {name: a module, command: id -un}
-    - {name: a module as root, command: id -un, become: true}
-    - {name: a raw command, raw: echo raw}
-"""
+# The same tasks as through a jump host: a module, one as root, raw.
+TERMINAL_ASKED = THROUGH_A_JUMP_HOST
 
 
 @pytest.mark.edge_releases
