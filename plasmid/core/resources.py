@@ -11,6 +11,10 @@ import posixpath
 
 from plasmid.core import compat
 
+# The master's answer for a file too large for one message: its words
+# (master/data_files.py) are raised as IOError when it is read.
+TOO_LARGE = 'too-large'
+
 
 class ParentData(object):
     """The parent's answers about one importer's packages: what a Reader
@@ -21,7 +25,8 @@ class ParentData(object):
         self.importer = importer
 
     def fetch_data(self, package, relpath):
-        """('file', bytes), ('dir', [names]) or ('missing', None)."""
+        """('file', bytes), ('dir', [names]), (TOO_LARGE, why) or
+        ('missing', None)."""
         router = self.importer.router
         kind, value = router.decode(
             self.importer.data_latch(package, relpath).wait())
@@ -43,6 +48,8 @@ class ParentData(object):
             kind, data = self.fetch_data(best[0], path[len(best[1]):])
             if kind == 'file':
                 return data
+            if kind == TOO_LARGE:
+                raise IOError(data)
         raise IOError('no data file %s' % path)
 
 
@@ -74,7 +81,7 @@ class RemotePath(object):
     __div__ = joinpath
 
     def is_file(self):
-        return self._fetch()[0] == 'file'
+        return self._fetch()[0] in ('file', TOO_LARGE)
 
     def is_dir(self):
         return self._fetch()[0] == 'dir'
@@ -90,6 +97,8 @@ class RemotePath(object):
 
     def read_bytes(self):
         kind, data = self._fetch()
+        if kind == TOO_LARGE:
+            raise IOError(data)
         if kind != 'file':
             raise FileNotFoundError_(
                 '%s has no data file %r' % (self.package, self.relpath))

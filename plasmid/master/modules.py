@@ -48,7 +48,7 @@ from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.importer import ModuleEntry
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
                                  LOAD_MODULE)
-from plasmid.master import bootstrap, scanner
+from plasmid.master import bootstrap, data_files, scanner
 from plasmid.master.compilers import ForeignCompilers
 
 LOG = logging.getLogger('plasmid.master.modules')
@@ -531,24 +531,12 @@ class ModuleResponder:
 
     def package_data(self, package: str, relpath: str) -> tuple:
         """A data file or listing inside a package we serve, never
-        anything outside that package's directory."""
+        anything outside that package (``data_files``)."""
         entry = self.finder.find(package)
         if entry.source is None or not entry.is_pkg:
-            return ('missing', None)
-        root = os.path.realpath(os.path.dirname(entry.filename))
-        path = os.path.realpath(os.path.join(root, relpath))
-        if path != root and not path.startswith(root + os.sep):
-            LOG.error('context %s asked for %r outside package %s',
-                      'a context', relpath, package)
-            return ('missing', None)
-        if os.path.isdir(path):
-            return ('dir', sorted(n for n in os.listdir(path)
-                                  if n != '__pycache__'))
-        if os.path.isfile(path) and \
-                os.path.getsize(path) < self.router.max_message // 2:
-            with open(path, 'rb') as handle:
-                return ('file', handle.read())
-        return ('missing', None)
+            return data_files.MISSING
+        return data_files.read(package, entry.filename, relpath,
+                               self.router.max_message // 2)
 
     def _on_request(self, msg) -> None:
         try:

@@ -186,6 +186,16 @@ def get_data(package, resource):
         return 'error', type(exc).__name__
 
 
+def get_data_error(package, resource):
+    """The words of the error pkgutil.get_data() raises, or None."""
+    import pkgutil
+    try:
+        pkgutil.get_data(package, resource)
+    except (IOError, OSError) as exc:
+        return str(exc)
+    return None
+
+
 def resource_facts(package, relpath):
     """What importlib.resources.files() reports for one path (3.9+)."""
     import importlib.resources

@@ -134,6 +134,47 @@ def test_code_and_data_pass_through_an_intermediary_of_the_other_python(
         assert get_data(ctx, 'imptree', 'data/greeting.txt') == GREETING
 
 
+# ------------------------------------------ zips and files too large
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_data_of_a_package_imported_from_a_zip(tmp_path, version) -> None:
+    """The master read data files with os.path only: inside a zip on its
+    sys.path every one was "missing"."""
+    import zipfile
+    archive = str(tmp_path / 'app.zip')
+    with zipfile.ZipFile(archive, 'w') as opened:
+        opened.writestr('zipdata/__init__.py', 'NAME = "zipdata"\n')
+        opened.writestr('zipdata/d.txt', GREETING)
+        opened.writestr('zipdata/sub/e.txt', b'deeper\n')
+    python = require_python(version) if version else None
+    with on_master_path(archive, 'zipdata'), plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        assert get_data(ctx, 'zipdata', 'd.txt') == GREETING
+        assert get_data(ctx, 'zipdata', 'sub/e.txt') == b'deeper\n'
+        assert get_data(ctx, 'zipdata', 'nope.txt') in ('IOError', 'OSError')
+        assert get_data(ctx, 'zipdata', '../zipdata/d.txt') == GREETING
+        if version is None:
+            listing = ctx.call(import_fns.resource_facts, 'zipdata', '')
+            assert listing['children'] == ['__init__.py', 'd.txt', 'sub']
+
+
+def test_a_data_file_too_large_for_a_message_says_so(tree: str) -> None:
+    """It was said to be missing (no data file) instead."""
+    with open(os.path.join(tree, 'imptree', 'data', 'big.bin'), 'wb') as f:
+        f.write(b'x' * 5000)
+    with plasmid.Router(max_message_size=8192) as router:
+        ctx = router.local()
+        error = ctx.call(import_fns.get_data_error, 'imptree', 'data/big.bin')
+        assert error == ('imptree: data file data/big.bin is 5000 bytes, '
+                         'beyond the 4096 a message may carry (half the '
+                         "router's max_message_size)")
+        facts = ctx.call(import_fns.resource_facts, 'imptree', 'data')
+        assert 'big.bin' in facts['children']
+        assert ctx.call(import_fns.resource_error, 'imptree',
+                        'data/big.bin') == 'OSError'
+
+
 # ------------------------------------------------- a real distribution
 
 
