@@ -128,7 +128,8 @@ def _master_code(entry):
 
 
 def _import_chain(fullname):
-    """The submodules Python will ask for next after *fullname*.
+    """The submodules Python will ask for next after *fullname*, and
+    whether an import statement asks (not importlib.util.find_spec).
 
     ``import a.b.c`` asks finders for ``a``, then ``a.b``, then ``a.b.c``,
     one at a time; asking the parent for all three at once saves two round
@@ -137,8 +138,10 @@ def _import_chain(fullname):
     """
     target = fullname
     frame = sys._getframe(1)
+    importing = False
     while frame is not None:
         if frame.f_code.co_name == '_find_and_load':
+            importing = True
             name = frame.f_locals.get('name')
             if isinstance(name, str) and name.startswith(target + '.'):
                 target = name
@@ -147,7 +150,7 @@ def _import_chain(fullname):
     parts = target.split('.')
     for i in range(fullname.count('.') + 2, len(parts) + 1):
         chain.append('.'.join(parts[:i]))
-    return tuple(chain)
+    return tuple(chain), importing
 
 
 _STDLIB = os.path.dirname(os.__file__)
@@ -430,8 +433,13 @@ class Importer(object):
     def _entry_for(self, fullname):
         if self.router.parent is None or _probe_of_own_stdlib(fullname):
             return None
-        entry = self.fetch_blocking(fullname, _import_chain(fullname))
+        chain, importing = _import_chain(fullname)
+        entry = self.fetch_blocking(fullname, chain)
         if entry.source is None:
+            if entry.filename and importing:  # the parent's reason (an
+                # extension...), in an import, not importlib.util.find_spec;
+                # its name, for `from p import *`
+                raise ModuleNotFoundError(entry.filename, name=fullname)
             return None
         return entry
 

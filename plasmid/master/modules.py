@@ -134,7 +134,10 @@ class ModuleFinder:
 
     def _find(self, fullname: str) -> ModuleEntry:
         absent = ModuleEntry(fullname, False, None, None)
-        if master_only(fullname) or fullname in sys.builtin_module_names:
+        if master_only(fullname):
+            return _unsent(fullname, 'is the master\'s own (plasmid\'s '
+                           'controller side): it is never sent to a context')
+        if fullname in sys.builtin_module_names:
             return absent
         spec = self._spec(fullname)
         namespace = _namespace_dir(spec)
@@ -149,8 +152,12 @@ class ModuleFinder:
         if isinstance(spec and spec.loader, zipimport.zipimporter):
             return self._from_archive(spec, is_pkg) or absent
         origin = self._source_path(spec)
-        if origin is None or self._is_stdlib(os.path.realpath(origin)):
-            return absent
+        if origin is None:
+            return _without_source(fullname, spec) or absent
+        if self._is_stdlib(os.path.realpath(origin)):
+            return _unsent(fullname, "is in the master's standard library "
+                           '(Python %d.%d), not in this Python\'s'
+                           % sys.version_info[:2])
         try:
             stamp = _stamp(origin)
             with tokenize.open(origin) as handle:
@@ -236,6 +243,28 @@ def _namespace_spec(fullname: str, locations: list[str]):
     spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
     spec.submodule_search_locations = dirs
     return spec
+
+
+def _unsent(fullname: str, why: str) -> ModuleEntry:
+    """The answer for a module the master has but will not send: absent,
+    with the reason in place of a file name, which the context raises as
+    ModuleNotFoundError (instead of a bare "No module named ...")."""
+    return ModuleEntry(fullname, False, None, '%s %s' % (fullname, why))
+
+
+def _without_source(fullname: str, spec) -> Optional[ModuleEntry]:
+    """Why the master, which can import *fullname*, has no source of it
+    to send: a compiled extension, or bytecode alone; None if it cannot
+    import it at all."""
+    origin = spec and spec.origin
+    if not origin or not os.path.isfile(origin):
+        return None
+    if origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+        return _unsent(fullname, 'is a compiled extension module on the '
+                       'master (%s); only Python source is sent: install it '
+                       'on the target' % origin)
+    return _unsent(fullname, 'has no source on the master (%s); only Python '
+                   'source is sent' % origin)
 
 
 def _search_locations(name: str, spec) -> list[str]:

@@ -113,6 +113,13 @@ def origin_from_finder(finder_name, name):
     raise LookupError('no finder %s on sys.meta_path' % finder_name)
 
 
+def spec_found(name):
+    """Whether importlib.util.find_spec() finds *name* (feature tests ask
+    it: it must answer, never raise, for what the master will not send)."""
+    import importlib.util
+    return importlib.util.find_spec(name) is not None
+
+
 def try_import(name):
     """None if *name* imports, else the ImportError's message."""
     try:
