@@ -428,6 +428,10 @@ class Importer(object):
         from plasmid.core import resources
         return resources.ParentData(self).get_data(path)
 
+    def find_distributions(self, *args, **kwargs):  # importlib.metadata
+        from plasmid.core import resources
+        return resources.ParentData(self).distributions(*args, **kwargs)
+
     # ------------------------------------------------- PEP 302 / PEP 451
 
     def _entry_for(self, fullname):

@@ -14,6 +14,9 @@ from plasmid.core import compat
 # The master's answer for a file too large for one message: its words
 # (master/data_files.py) are raised as IOError when it is read.
 TOO_LARGE = 'too-large'
+# The "package" whose data are installed distributions' metadata
+# (``NAME/METADATA``): no module can have this name.
+DISTRIBUTIONS = '.dist-info'
 
 
 class ParentData(object):
@@ -33,6 +36,21 @@ class ParentData(object):
         if kind == 'file':
             value = compat.bytes_from_wire(value)
         return kind, value
+
+    def distributions(self, context=None, **kwargs):
+        """``importlib.metadata``'s question: the named distribution's
+        metadata as the master has it installed (its ``.dist-info``, read
+        a file per request), for a package from the master that asks its
+        own version; none for a question without a name (the master's
+        list is not this machine's).  The target's own come first: this
+        finder is the last one asked."""
+        name = getattr(context, 'name', None) or kwargs.get('name')
+        if not name or self.importer.router.parent is None:
+            return iter(())
+        kind, _ = self.fetch_data(DISTRIBUTIONS, name)
+        if kind != 'dir':
+            return iter(())
+        return iter([_remote_distribution(self, name)])
 
     def get_data(self, path):
         """*path* is under the master path of a package from the parent;
@@ -145,3 +163,22 @@ class Reader(object):
     def contents(self):
         kind, names = self.root._fetch()
         return names if kind == 'dir' else []
+
+
+def _remote_distribution(source, name):
+    """An ``importlib.metadata.Distribution`` whose files the parent
+    reads (Python 3.8+, whose module this defines it with)."""
+    import importlib.metadata
+    import pathlib
+
+    class RemoteDistribution(importlib.metadata.Distribution):
+        def read_text(self, filename):
+            kind, data = source.fetch_data(DISTRIBUTIONS,
+                                           posixpath.join(name, filename))
+            return data.decode('utf-8') if kind == 'file' else None
+
+        def locate_file(self, path):
+            # No file of it is on this machine: a path where it would be.
+            return pathlib.PurePosixPath('/', DISTRIBUTIONS, name, path)
+
+    return RemoteDistribution()

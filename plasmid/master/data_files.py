@@ -1,9 +1,11 @@
 """The data files of packages the master serves, as a context asks for
 them (``GET_DATA``): one file's bytes or one directory's names, read from
 the package's directory or from inside the zip on ``sys.path`` it was
-imported from, and never from outside that package."""
+imported from, and never from outside that package; and the metadata of
+the distributions installed here, for ``importlib.metadata`` there."""
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import posixpath
@@ -26,6 +28,29 @@ def read(package: str, init_file: str, relpath: str, limit: int) -> tuple:
     if archive is not None:
         return _from_archive(package, archive, root, relpath, limit)
     return _from_directory(package, root, relpath, limit)
+
+
+def distribution(relpath: str, limit: int) -> tuple:
+    """The metadata of a distribution installed on the master: ``NAME``
+    lists its files, ``NAME/FILE`` reads one (``METADATA``,
+    ``entry_points.txt``...); nothing outside its metadata."""
+    name, _, filename = relpath.partition('/')
+    if not name or '/' in filename or filename.startswith('.'):
+        return MISSING
+    try:
+        found = importlib.metadata.distribution(name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return MISSING
+    if not filename:
+        where = getattr(found, '_path', None)  # PathDistribution's own
+        names = sorted(os.listdir(where)) if where is not None and \
+            os.path.isdir(where) else ['METADATA']
+        return ('dir', names)
+    text = found.read_text(filename)
+    if text is None:
+        return MISSING
+    data = text.encode('utf-8')
+    return _too_large(name, filename, len(data), limit) or ('file', data)
 
 
 def _from_directory(package: str, root: str, relpath: str,

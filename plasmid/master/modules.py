@@ -46,6 +46,7 @@ from typing import Optional, Sequence
 
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.importer import ModuleEntry
+from plasmid.core.resources import DISTRIBUTIONS
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
                                  LOAD_MODULE)
 from plasmid.master import bootstrap, data_files, scanner
@@ -561,6 +562,9 @@ class ModuleResponder:
     def package_data(self, package: str, relpath: str) -> tuple:
         """A data file or listing inside a package we serve, never
         anything outside that package (``data_files``)."""
+        if package == DISTRIBUTIONS:
+            return data_files.distribution(relpath,
+                                           self.router.max_message // 2)
         entry = self.finder.find(package)
         if entry.source is None or not entry.is_pkg:
             return data_files.MISSING

@@ -113,6 +113,19 @@ def origin_from_finder(finder_name, name):
     raise LookupError('no finder %s on sys.meta_path' % finder_name)
 
 
+def distribution_facts(name):
+    """importlib.metadata's version of *name* and its console scripts, or
+    the error's type name."""
+    import importlib.metadata as metadata
+    try:
+        found = metadata.distribution(name)
+    except metadata.PackageNotFoundError as exc:
+        return type(exc).__name__
+    return {'version': metadata.version(name),
+            'scripts': sorted(ep.name for ep in found.entry_points
+                              if ep.group == 'console_scripts')}
+
+
 def spec_found(name):
     """Whether importlib.util.find_spec() finds *name* (feature tests ask
     it: it must answer, never raise, for what the master will not send)."""

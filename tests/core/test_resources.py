@@ -175,6 +175,27 @@ def test_a_data_file_too_large_for_a_message_says_so(tree: str) -> None:
                         'data/big.bin') == 'OSError'
 
 
+# ------------------------------------------------ importlib.metadata
+
+
+@pytest.mark.parametrize('version', [None, '3.8', '3.13'])
+def test_a_distribution_installed_on_the_master_answers_metadata(
+        version) -> None:
+    """A package that asks its own version as it is imported
+    (``metadata.version("prompt_toolkit")``) failed with
+    PackageNotFoundError: no metadata was shipped."""
+    import importlib.metadata
+    python = [require_python(version) if version else sys.executable, '-S']
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)  # no site-packages there
+        facts = ctx.call(import_fns.distribution_facts, 'pytest')
+        missing = ctx.call(import_fns.distribution_facts,
+                           'plasmid-no-such-distribution')
+    assert facts['version'] == importlib.metadata.version('pytest')
+    assert 'pytest' in facts['scripts']
+    assert missing == 'PackageNotFoundError'
+
+
 # ------------------------------------------------- a real distribution
 
 
