@@ -17,7 +17,8 @@ TTY = None              # decided per connection: only with a password
 CORE_IN_ARGV = False
 # "doas (user@host) password:" (OpenDoas), "doas (user@host) Password:"
 # (older releases), a plain "Password:" where PAM words it.
-PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:\s*$')
+# Alone at the end of what doas wrote (see ssh's PROMPT).
+PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:[ \t]*\Z')
 REFUSALS = [
     (re.compile(br'doas: (Operation not permitted|not permitted)'),
      'doas does not permit this (see doas.conf)'),

@@ -15,7 +15,10 @@ TTY = None             # decided per connection: only with a password
 # The core and BOOT travel in the remote command: ssh would forward them on
 # stdin only once that command runs (spawn's docstring says why it matters).
 CORE_IN_ARGV = True
-PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:\s*$')
+# A prompt waits on its own line: nothing after its colon but spaces.  A
+# line that ends in "password:" and a line break is someone's words (a
+# banner, a start-up file), not a question ssh waits on.
+PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:[ \t]*\Z')
 REFUSALS = [
     (re.compile(br'(?i)are you sure you want to continue connecting'),
      'the host key is unknown: add it to known_hosts first'),

@@ -11,10 +11,11 @@ from plasmid.connect.spawn import PASSWORD_REFUSED, shell_command
 
 TTY = False
 CORE_IN_ARGV = False   # the core follows on stdin, after the password
-# su's prompt in the languages it is most often installed with.
+# su's prompt in the languages it is most often installed with, alone at
+# the end of what su wrote (see ssh's PROMPT).
 PROMPT = re.compile(br'(?i)(password|passwort|mot de passe|contrase\xc3\xb1a|'
                     br'senha|parola|wachtwoord|\xd0\xbf\xd0\xb0\xd1\x80\xd0'
-                    br'\xbe\xd0\xbb\xd1\x8c)[^:\n]*:\s*$')
+                    br'\xbe\xd0\xbb\xd1\x8c)[^:\n]*:[ \t]*\Z')
 REFUSALS = [
     (re.compile(br'(?i)authentication failure|incorrect password|'
                 br'su: sorry'), PASSWORD_REFUSED),

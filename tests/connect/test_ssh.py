@@ -312,6 +312,26 @@ def test_one_t_starts_and_calls(sshd, router) -> None:
     assert router.ssh(**kwargs).call(sum, [1, 2]) == 3
 
 
+PASSWORD_WORDS = 'echo "Please change your password:" >&2\n'
+
+
+@pytest.mark.parametrize('with_password', [False, True])
+def test_a_start_up_file_whose_words_end_in_password_is_no_prompt(
+        sshd, router, with_password) -> None:
+    """A line that ends in "password:" and a line break, from ~/.bashrc
+    (or a banner), was taken for ssh's prompt: "a password was asked for,
+    but none was given" for a key login, "the password was refused" after
+    a right password.  Plain ssh runs the command."""
+    kwargs = sshd.ssh_kwargs()
+    if with_password:  # the password alone, as in the test above
+        del kwargs['identity_file']
+        kwargs['ssh_args'] += ['-o', 'PubkeyAuthentication=no']
+        kwargs['password'] = sshd.password
+    with accounts.start_up_file('.bashrc', USER_A, PASSWORD_WORDS):
+        ctx = router.ssh(**kwargs)
+        assert ctx.call(connect_fns.getuid) == pwd.getpwnam(USER_A).pw_uid
+
+
 def test_failed_connects_leave_router_usable(sshd, router) -> None:
     _connect_error(router, **dict(sshd.ssh_kwargs(), port=free_port()))
     assert router.streams == []

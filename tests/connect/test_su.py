@@ -59,6 +59,20 @@ def test_values_and_words_after_double_dash_are_no_options() -> None:
     assert su_method.refusal(['-l', '-m']) is None
 
 
+@pytest.mark.parametrize('password', [None, PASSWORD_B])
+def test_a_start_up_file_whose_words_end_in_password_is_no_prompt(
+        sshd, router, password) -> None:
+    """su's shell reads ~/.profile (``su -l``): a line of it that ends in
+    "password:" was taken for su's prompt ("a password was asked for, but
+    none was given"; after a right password "the password was refused")."""
+    words = 'echo "Please change your password:" >&2\n'
+    via = router.ssh(**sshd.ssh_kwargs()) if password else None
+    with accounts.start_up_file('.profile', USER_B, words):
+        ctx = router.su(username=USER_B, password=password, via=via,
+                        su_args=['-l'], python_path=sys.executable)
+        assert ctx.call(connect_fns.username) == USER_B
+
+
 @pytest.mark.parametrize('password', ['wrong-password', None])
 def test_wrong_or_missing_password_is_a_connect_error(sshd, router,
                                                       password) -> None:

@@ -71,6 +71,29 @@ def login_shell(shell: str, *names: str) -> Iterator[None]:
                            capture_output=True)
 
 
+@contextlib.contextmanager
+def start_up_file(name: str, user: str, text: str) -> Iterator[None]:
+    """``~user/name`` (a ``.bashrc``, a ``.profile``) holds *text* while
+    the block runs, then what it held before (or nothing)."""
+    entry = pwd.getpwnam(user)
+    path = os.path.join(entry.pw_dir, name)
+    before = None
+    if os.path.exists(path):
+        with open(path) as handle:
+            before = handle.read()
+    try:
+        with open(path, "w") as handle:
+            handle.write(text)
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+        yield
+    finally:
+        if before is None:
+            os.unlink(path)
+        else:
+            with open(path, "w") as handle:
+                handle.write(before)
+
+
 def install_sudoers() -> None:
     """Install the test bed's SUDOERS."""
     write_sudoers(SUDOERS_PATH, SUDOERS)
