@@ -225,7 +225,8 @@ class Router(object):
     def _on_stream_closed(self, stream):
         ids = [cid for cid, s in list(self.routes.items()) if s is stream]
         reason = 'the connection to %s was lost' % (stream.name,)
-        said = stream.error_output.said() if stream.error_output else ''
+        said = stream.broken or (stream.error_output.said()
+                                 if stream.error_output else '')
         if said:
             reason += ': ' + ' '.join(said.split())
         self.lose(ids, reason, said)

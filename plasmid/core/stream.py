@@ -39,6 +39,7 @@ class Stream(object):
         # Where that process's stderr goes (spawn.ErrorOutput): asked to
         # hold the close until its last words are in, and for them.
         self.error_output = None
+        self.broken = ''  # why we closed it: lost contexts say so
         self.bytes_in = 0
         self.bytes_out = 0
         for fd in set((rfd, wfd)):
@@ -104,7 +105,9 @@ class Stream(object):
         try:
             messages = self.reader.feed(data)
         except ProtocolError as exc:
-            LOG.error('%r: closing after a malformed frame: %s', self, exc)
+            # Said in the log, and by the contexts lost with it.
+            self.broken = 'it sent a malformed frame: %s' % exc
+            LOG.error('%r: closing: %s', self, self.broken)
             self.close()
             return
         for msg in messages:

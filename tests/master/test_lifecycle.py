@@ -482,6 +482,23 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
 
 
+def test_a_link_broken_by_stray_output_says_so(
+        router: plasmid.Router) -> None:
+    """Output that is no frame (a job ~/.bashrc left behind writing on
+    ssh's stdout) loses the context: its ContextLost said only "the
+    connection was lost", the reason being in a log record alone."""
+    ctx = router.local(name='noisy')
+    ctx.call_no_reply(local_fns.write_on_the_link,
+                      b'late-noise from a job left behind\n')
+    with pytest.raises(plasmid.ContextLost) as caught:
+        ctx.call_async(local_fns.sleep_then, 60, 'never').result(
+            timeout=LOST_WITHIN)
+    assert caught.value.said == \
+        "it sent a malformed frame: bad frame magic b'la'", caught.value
+    assert 'the connection to noisy was lost: it sent a malformed frame' \
+        in str(caught.value)
+
+
 def test_a_context_that_ended_without_a_word_says_how_it_ended(
         router: plasmid.Router) -> None:
     """os._exit(), or the OOM killer's SIGKILL: the context was lost with
