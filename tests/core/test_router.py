@@ -36,6 +36,7 @@ class FakeStream:
         self.on_close: list[Callable] = []
         self.sent: list[bytes] = []
         self.error_output = None  # no program at the other end
+        self.broken = ''  # not closed for a malformed frame
 
     def __repr__(self) -> str:
         return 'FakeStream(%s)' % self.name
