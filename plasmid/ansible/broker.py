@@ -27,7 +27,8 @@ import time
 from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 import plasmid
-from plasmid.ansible import chores, commands, hangup, target, wire, zips
+from plasmid.ansible import (account_changes, chores, commands, hangup,
+                             target, wire, zips)
 from plasmid.ansible.client import Client
 from plasmid.ansible.pool import (LANE_IDLE, BecomeFailed, Pool, SentAhead,
                                   Target)
@@ -37,11 +38,6 @@ from plasmid.files.transfer import temp_beside
 
 LOG = logging.getLogger('plasmid.ansible.broker')
 
-# Modules that delete an account (by module_fqn's last part).  An
-# interpreter of ours running as that account would make userdel refuse
-# ("user is currently used by process"), where vanilla left no process
-# behind: such contexts are shut down before the module runs.
-ACCOUNT_REMOVERS = {'user'}
 
 # Calls sent ahead to one login context that may be on their way at once
 # (file chunks are FILE_CHUNK, 4 MiB: 16 MiB in flight keeps a 50 ms link
@@ -76,20 +72,6 @@ def _runs_as_sudo_job(spec: dict) -> bool:
     such a process goes with the terminal, as it does here by default."""
     become = spec.get('become')
     return bool(become) and become['method'] == 'sudo'
-
-
-def _account_removed(job: dict) -> Optional[str]:
-    """The account a module run deletes, if it is one that does."""
-    if job['module_fqn'].rpartition('.')[2] not in ACCOUNT_REMOVERS:
-        return None
-    try:
-        args = json.loads(job['params'])['ANSIBLE_MODULE_ARGS']
-    except (ValueError, KeyError, TypeError):
-        return None
-    name = args.get('name') or args.get('user')
-    if args.get('state') == 'absent' and isinstance(name, str):
-        return name
-    return None
 
 
 class Broker:
@@ -302,8 +284,8 @@ class Broker:
                    zip_data: Optional[bytes], job: dict) -> tuple:
         """Run a module from payload *digest*; *zip_data* may be None
         when the worker expects the context to have it."""
-        removed = _account_removed(job)
-        if removed and self.pool.retire_account(spec, removed):
+        account = account_changes.account_of(job)
+        if account and self.pool.retire_account(spec, account):
             self.counts['contexts_retired'] += 1
         files = self._zip_files(digest, zip_data)
         if zips.needs_disk(files):
@@ -319,7 +301,24 @@ class Broker:
         if answer[0] == target.FROM_SCRIPT:  # too old a Python for the zip
             self.counts['modules_from_script'] += 1
             raise RunFromScript()
-        return self._whole(spec, found, answer)
+        result = self._whole(spec, found, answer)
+        self._after_account_change(spec, job, account, result[1])
+        return result
+
+    def _after_account_change(self, spec: dict, job: dict,
+                              account: Optional[str], stdout: bytes) -> None:
+        """Start afresh what a task's change made stale (see
+        account_changes): the login's interpreters after a change of the
+        login account, the become ones after a change of sudo's rules."""
+        if account is None and not account_changes.touches_sudo_rules(job):
+            return
+        if not account_changes.reported_change(stdout):
+            return
+        if account is not None and account == spec['login'].get('username'):
+            self.counts['logins_reset'] += 1
+            self.pool.reset(spec)
+        elif account is None:
+            self.counts['contexts_retired'] += self.pool.retire_become(spec)
 
     def _module_context(self, spec: dict, python: str) -> Target:
         """The context that runs modules under *python*.  If that

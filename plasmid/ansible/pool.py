@@ -445,6 +445,13 @@ class Pool:
             lambda key, _: key[0] == login and key[2] is not None and
             dict(key[2]).get('username') == username)
 
+    def retire_become(self, spec: dict) -> int:
+        """Shut down every become context of *spec*'s login (sudo's rules
+        changed: each is checked again as it starts)."""
+        login = _freeze(spec['login'])
+        return self._shut_down(
+            lambda key, _: key[0] == login and key[2] is not None)
+
     def router_contexts(self) -> int:
         """Contexts started so far (a started context counts once even
         when it is known under two interpreter names)."""

@@ -6,6 +6,7 @@ contexts per login: test_lanes.py; failures: test_failures.py."""
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import tarfile
 import time
@@ -870,6 +871,85 @@ def test_deleting_an_account_we_became_works_as_in_vanilla(
     results = {r['task']: r for r in ours.results}
     assert results['as the account']['result']['stdout'] == doomed_account
     assert ours.stats['contexts_retired'] == 1, ours.stats
+
+
+ACCOUNT_CHANGES = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - block:
+        - name: make the account and a group
+          user: name=%(doomed)s state=present
+          become: true
+        - {name: the group, group: name=plasmid-joined state=present,
+           become: true}
+        - name: the account's groups before
+          command: id -Gn
+          become: true
+          become_user: %(doomed)s
+        - name: the account joins
+          user: name=%(doomed)s groups=plasmid-joined append=yes
+          become: true
+        - name: the login joins
+          user: name=%(login)s groups=plasmid-joined append=yes
+          become: true
+        - name: the account's groups after
+          command: id -Gn
+          become: true
+          become_user: %(doomed)s
+        - {name: the login's groups after, command: id -Gn}
+        - name: a new uid for the account it runs as
+          user: name=%(doomed)s uid=%(uid)d
+          become: true
+        - name: its uid after
+          command: id -u
+          become: true
+          become_user: %(doomed)s
+        - name: a sudo rule added
+          copy: {content: "# nothing granted\\n", mode: "0440",
+                 dest: /etc/sudoers.d/plasmid-test-rule}
+          become: true
+        - {name: as root after, command: id -un, become: true}
+      always:
+        - {name: the rule goes, become: true,
+           file: {path: /etc/sudoers.d/plasmid-test-rule, state: absent}}
+        - name: the login leaves
+          user: name=%(login)s groups="" append=no
+          become: true
+        - name: delete the account
+          user: name=%(doomed)s state=absent remove=true
+          become: true
+          register: deleted
+          until: deleted is succeeded
+          retries: 5
+          delay: 1
+        - {name: the group goes, group: name=plasmid-joined state=absent,
+           become: true}
+"""
+
+
+@pytest.mark.edge_releases
+def test_account_and_sudo_rule_changes_are_seen_as_in_vanilla(
+        ansible_bin, ansible_account, doomed_account, sshd, tmp_path):
+    """Vanilla logs in and becomes afresh for every task; we keep one
+    interpreter per account.  Before: a group joined mid-run was not in
+    later tasks' ``id -Gn``; ``user: uid=`` of an account we ran as failed
+    ("usermod: user ... is currently used by process"); sudo's rules were
+    not read again after they changed."""
+    taken = {entry.pw_uid for entry in pwd.getpwall()}
+    uid = next(n for n in range(23456, 30000) if n not in taken)
+    book = ACCOUNT_CHANGES % {'doomed': doomed_account, 'uid': uid,
+                              'login': ansible_account}
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
+    assert vanilla.rc == 0, vanilla.output
+    out = {r['task']: r['result'].get('stdout') for r in ours.results}
+    assert 'plasmid-joined' not in out["the account's groups before"]
+    assert 'plasmid-joined' in out["the account's groups after"].split()
+    assert 'plasmid-joined' in out["the login's groups after"].split()
+    assert out['its uid after'] == str(uid)
+    assert out['as root after'] == 'root'
+    assert ours.stats['logins_reset'] == 2, ours.stats  # joined, left
 
 
 RAW_TERMINAL = """
