@@ -97,6 +97,9 @@ START_STAGE_FLOOR = 60
 # where vanilla's own ssh plugin would ask for one (``_terminal``).
 _LEFT_OUT_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath',
                      'requesttty')
+# A word of ssh's one-letter options that take no value, with a t in it.
+_NO_VALUE = '46AaCfGgKkMNnqsTVvXxYy'
+_TERMINAL_FLAGS = re.compile('-[%s]*t[%st]*' % (_NO_VALUE, _NO_VALUE))
 
 
 class _ZipWanted(Exception):
@@ -657,8 +660,10 @@ def _split_args_once(text: str) -> tuple[str, ...]:
                 re.split(r'[\s=]', option.strip(), 1)[0].lower() in \
                 _LEFT_OUT_OPTIONS:
             continue
-        if re.fullmatch('-t+', word):
-            continue
+        if _TERMINAL_FLAGS.fullmatch(word):  # -t, -tt, -Ctt: the t's
+            word = word.replace('t', '')
+            if word == '-':
+                continue
         kept += [word, option] if skip else [word]
     return tuple(kept)
 

@@ -73,9 +73,9 @@ REFUSED_FLAGS = {
 REFUSED_SETTINGS = {  # -o Name=value, the name in lower case
     'requesttty': (('force',), 'forces a terminal, which garbles the '
                    'binary stream'),
-    'forkafterauthentication': (('yes',), REFUSED_FLAGS['f']),
+    'forkafterauthentication': (('yes', 'true'), REFUSED_FLAGS['f']),
     'sessiontype': (('none', 'subsystem'), 'runs no remote command'),
-    'stdinnull': (('yes',), REFUSED_FLAGS['n']),
+    'stdinnull': (('yes', 'true'), REFUSED_FLAGS['n']),
     'remotecommand': (None, 'replaces the remote command'),
 }
 

@@ -129,7 +129,8 @@ def _master_code(entry):
 
 def _import_chain(fullname):
     """The submodules Python will ask for next after *fullname*, and
-    whether an import statement asks (not importlib.util.find_spec).
+    whether an import of *fullname* itself asks (not find_spec() called
+    by some module as it is imported).
 
     ``import a.b.c`` asks finders for ``a``, then ``a.b``, then ``a.b.c``,
     one at a time; asking the parent for all three at once saves two round
@@ -141,8 +142,8 @@ def _import_chain(fullname):
     importing = False
     while frame is not None:
         if frame.f_code.co_name == '_find_and_load':
-            importing = True
             name = frame.f_locals.get('name')
+            importing = importing or name == fullname
             if isinstance(name, str) and name.startswith(target + '.'):
                 target = name
         frame = frame.f_back

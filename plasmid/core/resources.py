@@ -8,6 +8,7 @@ directory listing per request, and cached like modules.
 from __future__ import absolute_import
 import io
 import posixpath
+import sys
 
 from plasmid.core import compat
 
@@ -45,7 +46,10 @@ class ParentData(object):
         list is not this machine's).  The target's own come first: this
         finder is the last one asked."""
         name = getattr(context, 'name', None) or kwargs.get('name')
-        if not name or self.importer.router.parent is None:
+        if not name or sys.version_info < (3, 8):
+            # Before 3.8 the question comes from the importlib_metadata
+            # backport, whose answer this cannot build (importlib.metadata
+            # is not there): it then says "not found", as it did.
             return iter(())
         kind, _ = self.fetch_data(DISTRIBUTIONS, name)
         if kind != 'dir':
@@ -178,7 +182,8 @@ def _remote_distribution(source, name):
             return data.decode('utf-8') if kind == 'file' else None
 
         def locate_file(self, path):
-            # No file of it is on this machine: a path where it would be.
-            return pathlib.PurePosixPath('/', DISTRIBUTIONS, name, path)
+            # No file of it is on this machine: a path where it would be,
+            # which does not exist (``files`` asks, on 3.12+).
+            return pathlib.Path('/', DISTRIBUTIONS, name, str(path))
 
     return RemoteDistribution()

@@ -99,9 +99,11 @@ class Router(object):
             self.loop.defer(self._deliver, msg)
             return
         stream = self.routes.get(msg.dst, self.parent)
-        if stream is None or msg.dst in self.lost or \
-                not stream.send(msg.to_bytes()):
+        if stream is None or msg.dst in self.lost:
             self._undeliverable(msg, 'no route to context %d' % msg.dst)
+        elif not stream.send(msg.to_bytes()):  # dead, not yet seen so
+            self._undeliverable(msg, 'the connection to %s was lost'
+                                % stream.name)
 
     def send_value(self, dst, handle, value, reply_to=0):
         self.send(Message.encoding(dst, self.context_id, handle, value,

@@ -141,10 +141,9 @@ class Stream(object):
                 written = os.write(self.wfd, data)
             except OSError as exc:
                 if exc.errno not in (errno.EAGAIN, errno.EINTR):
-                    # Lost as queued output is (on_writable): the reader
-                    # sees the loss too, and pending calls fail saying
-                    # why (a "no route" now would say nothing).
-                    return True
+                    # The reader will see the loss too and close us (not
+                    # waited for: another process may hold its end open).
+                    return False
                 written = 0
             if written == len(data):
                 return True

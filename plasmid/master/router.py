@@ -194,6 +194,15 @@ def _checked_user(username: Any) -> Optional[str]:
     return username
 
 
+def _checked_user_name(username: Any) -> Optional[str]:
+    """A user name for ssh, sudo, su or doas: None or '' for the method's
+    own choice (ssh's configured user, root), as before; refused where the
+    program would read it as an option."""
+    if username is None or username == '':
+        return None
+    return _checked_name('username', username, what='a user name')
+
+
 def _checked_port(port: Any) -> Optional[int]:
     """An ssh port: None (ssh's choice), or 1-65535 (digits as text
     too).  0 was dropped without a word; a word went to ssh as given."""
@@ -515,9 +524,7 @@ class Router:
                            hostname=_checked_name('hostname', hostname,
                                                   what='a host name'),
                            port=_checked_port(port),
-                           username=_checked_name('username', username,
-                                                  optional=True,
-                                                  what='a user name'),
+                           username=_checked_user_name(username),
                            identity_file=identity_file,
                            password=_checked_password(password),
                            python_path=python_path or 'python3',
@@ -544,8 +551,7 @@ class Router:
         leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours).
         *prompt_timeout*: see :meth:`su`."""
         return self._start('sudo', via, name, connect_timeout,
-                           username=_checked_name('username', username,
-                                                  what='a user name'),
+                           username=_checked_user_name(username),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            sudo_args=_checked_args('sudo_args', sudo_args),
@@ -566,8 +572,7 @@ class Router:
         prompt nobody will answer) and fallen silent; then it fails.  None
         leaves only *connect_timeout* to bound it."""
         return self._start('su', via, name, connect_timeout,
-                           username=_checked_name('username', username,
-                                                  what='a user name'),
+                           username=_checked_user_name(username),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            su_args=_checked_args('su_args', su_args,
@@ -586,8 +591,7 @@ class Router:
         password is typed at doas's prompt on a private terminal.
         *prompt_timeout*: see :meth:`su`."""
         return self._start('doas', via, name, connect_timeout,
-                           username=_checked_name('username', username,
-                                                  what='a user name'),
+                           username=_checked_user_name(username),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            doas_args=_checked_args('doas_args', doas_args),

@@ -639,7 +639,7 @@ def test_ssh_args_that_ask_for_a_terminal_still_log_in(
     and never sees its end; so it is not run here.)"""
     inv = inventory(sshd, ansible_account).replace(
         "ansible_ssh_common_args='",
-        "ansible_ssh_common_args='-tt -o RequestTTY=force ")
+        "ansible_ssh_common_args='-tt -Ctt -o RequestTTY=force ")
     for extra in ({}, STRATEGY):
         ours = run_playbook(ansible_bin, tmp_path, TERMINAL_ASKED, inv, True,
                             extra)

@@ -279,6 +279,7 @@ def test_given_option_reads_every_spelling(args: list, given: bool) -> None:
     (['-oForkAfterAuthentication yes'], '-o ForkAfterAuthentication yes'),
     (['-o', 'SessionType=none'], '-o SessionType=none'),
     (['-o', 'RemoteCommand=ls'], '-o RemoteCommand=ls'),
+    (['-o', 'StdinNull=true'], '-o StdinNull=true'),
 ])
 def test_options_that_keep_a_context_from_starting_are_refused_at_once(
         args: list, named: str, sshd, router) -> None:

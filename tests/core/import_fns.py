@@ -126,6 +126,35 @@ def distribution_facts(name):
                               if ep.group == 'console_scripts')}
 
 
+def distribution_files(name):
+    """How many files importlib.metadata lists for distribution *name*
+    (none are on this machine), or the error's type name."""
+    import importlib.metadata as metadata
+    try:
+        return len(metadata.distribution(name).files or [])
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def our_distributions(name):
+    """What the runtime's importer answers importlib_metadata's question
+    for *name* (the backport asks it on Python 3.6/3.7): a list."""
+    from plasmid.core import child
+    return [str(d) for d in child.current.importer.find_distributions(
+        name=name)]
+
+
+def probe_at_import(root, name):
+    """Import module *name* from *root*, whose top level asks
+    importlib.util.find_spec() for an optional module: its HAS value."""
+    import importlib
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module(name).HAS
+    finally:
+        sys.path.remove(root)
+
+
 def spec_found(name):
     """Whether importlib.util.find_spec() finds *name* (feature tests ask
     it: it must answer, never raise, for what the master will not send)."""

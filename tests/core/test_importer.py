@@ -369,15 +369,23 @@ def test_master_only_code_is_refused(router: plasmid.Router) -> None:
 @pytest.mark.skipif(sys.version_info < (3, 11),
                     reason='the master needs tomllib (3.11+)')
 def test_a_module_the_master_will_not_send_says_why(
-        router: plasmid.Router) -> None:
+        router: plasmid.Router, tmp_path) -> None:
     """A bare "No module named ..." said nothing of the reason: here a
     module of the master's newer standard library."""
     ctx = router.local(python_path=require_python('3.6'))
     error = ctx.call(import_fns.try_import, 'tomllib')
     assert error == ("tomllib is in the master's standard library (Python "
                      "%d.%d), not in this Python's" % sys.version_info[:2])
-    # A feature test is answered, not raised at.
+    # A feature test is answered, not raised at: called by itself, or by
+    # a module's top level as that module is imported.
     assert ctx.call(import_fns.spec_found, 'tomllib') is False
+    root = str(tmp_path / 'probe')
+    import_fns.write_tree(root, {'probe_tomllib.py': (
+        'import importlib.util\n'
+        'HAS = importlib.util.find_spec("tomllib") is not None\n')})
+    os.chmod(str(tmp_path), 0o755)
+    assert ctx.call(import_fns.probe_at_import, root, 'probe_tomllib') \
+        is False
 
 
 # A finder such as a setuptools editable install of plasmid leaves on

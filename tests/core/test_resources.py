@@ -196,6 +196,25 @@ def test_a_distribution_installed_on_the_master_answers_metadata(
     assert missing == 'PackageNotFoundError'
 
 
+@pytest.mark.parametrize('version', ['3.12', '3.13'])
+def test_a_distributions_files_are_listed_without_failing(version) -> None:
+    """``files`` asks each file's located path whether it exists, 3.12+:
+    a pure path failed with AttributeError."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=[require_python(version), '-S'])
+        assert ctx.call(import_fns.distribution_files, 'pytest') == 0
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.7'])
+def test_before_3_8_no_distribution_is_answered(version) -> None:
+    """The importlib_metadata backport asks every finder; building an
+    answer needs importlib.metadata, which is not there: the backport's
+    own PackageNotFoundError must come, not an ImportError from us."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        assert ctx.call(import_fns.our_distributions, 'pytest') == []
+
+
 # ------------------------------------------------- a real distribution
 
 

@@ -214,3 +214,14 @@ def write_on_the_link(data):
     job a start-up file left behind would onto ssh's stdout."""
     from plasmid.core import child
     os.write(child.current.router.parent.wfd, data)
+
+
+def hold_link_open(seconds):
+    """Start a process that holds this context's end of its link to the
+    parent open (as a daemon a call started might): its pid."""
+    import subprocess
+    from plasmid.core import child
+    with open(os.devnull) as null:
+        return subprocess.Popen(
+            ['sleep', str(seconds)], stdin=null, stderr=null,
+            stdout=child.current.router.parent.wfd, close_fds=True).pid

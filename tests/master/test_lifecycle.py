@@ -76,18 +76,21 @@ def test_a_context_that_died_while_idle_says_why_at_the_first_call(
         threaded: bool) -> None:
     """A threadless router learns of the death only when a call writes to
     the dead pipe: that first call failed with a bare "no route to
-    context 1" and nothing in ``said``; the second one said why."""
+    context 1"; now it names the lost connection (the loss itself is not
+    waited for: another process may hold the pipe open), and later calls
+    say how the context ended."""
     with plasmid.Router(threaded=threaded) as router:
         idle = router.local(name='idle')
         pid = idle.call(os.getpid)
         os.kill(pid, signal.SIGKILL)
         wait_gone([pid], LOST_WITHIN)
-        for _ in range(2):
-            with pytest.raises(plasmid.ContextLost) as caught:
-                idle.call(os.getpid)
-            assert caught.value.said.endswith(
-                'was killed by signal %d' % signal.SIGKILL), caught.value
-            assert 'the connection to idle was lost' in str(caught.value)
+        with pytest.raises(plasmid.ContextLost) as caught:
+            idle.call(os.getpid)
+        assert 'the connection to idle was lost' in str(caught.value)
+        with pytest.raises(plasmid.ContextLost) as caught:
+            idle.call(os.getpid)
+        assert caught.value.said.endswith(
+            'was killed by signal %d' % signal.SIGKILL), caught.value
 
 
 @pytest.mark.parametrize('version', [None, '3.7', '3.13'])
@@ -480,6 +483,22 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert 'ContextLost' in str(caught.value)
     # Its parent may call it.
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
+
+
+def test_a_call_to_a_dead_context_whose_link_another_holds_fails_at_once(
+        router: plasmid.Router) -> None:
+    """A process the context started holds its link open: the master
+    sees no end of it, but writing fails; the call must fail then, not
+    wait for that process to end."""
+    ctx = router.local(name='held')
+    holder = ctx.call(local_fns.hold_link_open, 60)
+    try:
+        os.kill(ctx.call(os.getpid), signal.SIGKILL)
+        wait_gone([ctx.info['pid']], LOST_WITHIN)
+        with pytest.raises(plasmid.ContextLost, match='connection to held'):
+            ctx.call_async(os.getpid).result(timeout=LOST_WITHIN)
+    finally:
+        os.kill(holder, signal.SIGKILL)
 
 
 def test_a_link_broken_by_stray_output_says_so(

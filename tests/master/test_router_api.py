@@ -300,13 +300,22 @@ def test_extra_arguments_that_are_no_list_of_strings_are_refused(
     ('ssh', {'hostname': 'h', 'port': 65536}, 'port'),
     ('su', {'username': '-c'}, 'username'),
     ('sudo', {'username': '--preserve-env'}, 'username'),
-    ('doas', {'username': ''}, 'username'),
+    ('doas', {'username': ' '}, 'username'),
 ])
 def test_a_host_user_or_port_read_as_an_option_or_nothing_is_refused(
         router: plasmid.Router, method, kwargs, named) -> None:
     with pytest.raises(ValueError, match='%s must be' % named):
         getattr(router, method)(**kwargs)
     assert router.streams == []
+
+
+def test_an_empty_user_name_is_the_methods_own_choice() -> None:
+    """ansible passes an unset remote_user as '': ssh's configured user,
+    as vanilla's ssh plugin reads it (and sudo's root)."""
+    from plasmid.master.router import _checked_user_name
+    assert _checked_user_name('') is None
+    assert _checked_user_name(None) is None
+    assert _checked_user_name('deploy') == 'deploy'
 
 
 def test_a_port_given_as_digits_is_a_port() -> None:
