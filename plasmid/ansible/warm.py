@@ -115,6 +115,7 @@ def forget_changed_library():
         _WARM.pop(name, None)
         _COLD.discard(name)
     _LIBRARY_FILES.clear()
+    _STALE.clear()  # its lists hold for a warm set of a size: it shrank
     return True
 
 
@@ -141,7 +142,8 @@ def _holds(finders, finder):
 def stale_names(digest, modules):
     """Warm modules that payload *digest* carries in another version: a
     module process must import them afresh from its payload.  Worked out
-    here, once per payload and warm set (which only grows), so that the
+    here, once per payload and warm set (which grows, and shrinks only in
+    forget_changed_library, which forgets these lists), so that the
     process need not touch every warm module's entry: each touch copies a
     page after the fork."""
     known = _STALE.get(digest)
