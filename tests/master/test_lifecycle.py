@@ -485,6 +485,23 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
 
 
+def _other_readers(fd: int) -> list[int]:
+    """Processes other than this one holding the pipe *fd* is one end of."""
+    pipe = os.readlink('/proc/self/fd/%d' % fd)
+    holders = []
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir('/proc/%s/fd' % pid)
+            if any(os.readlink('/proc/%s/fd/%s' % (pid, f)) == pipe
+                   for f in fds):
+                holders.append(int(pid))
+        except OSError:
+            continue
+    return holders
+
+
 def test_a_call_to_a_dead_context_whose_link_another_holds_fails_at_once(
         router: plasmid.Router) -> None:
     """A process the context started holds its link open: the master
@@ -495,6 +512,13 @@ def test_a_call_to_a_dead_context_whose_link_another_holds_fails_at_once(
     try:
         os.kill(ctx.call(os.getpid), signal.SIGKILL)
         wait_gone([ctx.info['pid']], LOST_WITHIN)
+        # Its watchdog reads that pipe too, a moment longer: until it is
+        # gone a write still succeeds, and nothing would tell the master.
+        to_context = router.core.routes[ctx.context_id].wfd
+        deadline = time.monotonic() + LOST_WITHIN
+        while _other_readers(to_context) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _other_readers(to_context)
         with pytest.raises(plasmid.ContextLost, match='connection to held'):
             ctx.call_async(os.getpid).result(timeout=LOST_WITHIN)
     finally:
