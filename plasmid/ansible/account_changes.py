@@ -39,13 +39,20 @@ def account_of(job: dict) -> Optional[str]:
     """The account a module run changes or deletes, if it does that."""
     if job['module_fqn'].rpartition('.')[2] not in ACCOUNT_MODULES:
         return None
-    name = _arguments(job).get('name') or _arguments(job).get('user')
+    args = _arguments(job)
+    name = args.get('name') or args.get('user')
     return name if isinstance(name, str) else None
 
 
 def touches_sudo_rules(job: dict) -> bool:
     """Whether the module's file is one of sudo's rules (copy, template,
-    lineinfile, file... all name it ``dest`` or ``path``)."""
+    lineinfile, file... all name it ``dest`` or ``path``).  Asked of every
+    module run: its arguments (a copy's content, say) are parsed only
+    where they mention sudo's rules at all."""
+    params = job['params']  # JSON, bytes from 2.19's loader, else text
+    if (SUDO_RULES.encode() if isinstance(params, bytes) else SUDO_RULES) \
+            not in params:
+        return False
     args = _arguments(job)
     for key in ('dest', 'path'):
         path = args.get(key)

@@ -310,14 +310,17 @@ class Broker:
         """Start afresh what a task's change made stale (see
         account_changes): the login's interpreters after a change of the
         login account, the become ones after a change of sudo's rules."""
-        if account is None and not account_changes.touches_sudo_rules(job):
+        login_changed = account is not None and \
+            account == spec['login'].get('username')
+        rules_changed = account is None and \
+            account_changes.touches_sudo_rules(job)
+        if not (login_changed or rules_changed) or \
+                not account_changes.reported_change(stdout):
             return
-        if not account_changes.reported_change(stdout):
-            return
-        if account is not None and account == spec['login'].get('username'):
+        if login_changed:
             self.counts['logins_reset'] += 1
             self.pool.reset(spec)
-        elif account is None:
+        else:
             self.counts['contexts_retired'] += self.pool.retire_become(spec)
 
     def _module_context(self, spec: dict, python: str) -> Target:

@@ -97,7 +97,9 @@ START_STAGE_FLOOR = 60
 # where vanilla's own ssh plugin would ask for one (``_terminal``).
 _LEFT_OUT_OPTIONS = ('controlmaster', 'controlpersist', 'controlpath',
                      'requesttty')
-# A word of ssh's one-letter options that take no value, with a t in it.
+# A word of ssh's one-letter options that take no value, with a t in it
+# (the complement of plasmid.connect.ssh.TAKES_VALUE, spelt out: importing
+# that module would cost every forked worker its load).
 _NO_VALUE = '46AaCfGgKkMNnqsTVvXxYy'
 _TERMINAL_FLAGS = re.compile('-[%s]*t[%st]*' % (_NO_VALUE, _NO_VALUE))
 

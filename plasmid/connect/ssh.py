@@ -41,16 +41,7 @@ def given_option(ssh_args, name):
     value`` and the like): ssh takes an option's first value, so one of
     ours placed before them would override it."""
     name = name.lower()
-    for i, arg in enumerate(ssh_args):
-        if arg == '-o' and i + 1 < len(ssh_args):
-            setting = ssh_args[i + 1]
-        elif arg.startswith('-o'):
-            setting = arg[2:]
-        else:
-            continue
-        if re.split(r'[\s=]', setting.strip(), 1)[0].lower() == name:
-            return True
-    return False
+    return any(given == name for given, _, _ in _settings_of(ssh_args))
 
 
 # ssh's one-letter options that take a value (OpenSSH 9): in "-lroot" or

@@ -12,8 +12,9 @@ import sys
 
 from plasmid.core import compat
 
-# The master's answer for a file too large for one message: its words
-# (master/data_files.py) are raised as IOError when it is read.
+# The master's answer for a file too large for one message (before, it
+# was said to be missing): its words (master/data_files.py) are raised as
+# IOError when it is read.
 TOO_LARGE = 'too-large'
 # The "package" whose data are installed distributions' metadata
 # (``NAME/METADATA``): no module can have this name.

@@ -12,11 +12,10 @@ import posixpath
 import zipfile
 from typing import Optional
 
+from plasmid.core.resources import TOO_LARGE  # the context's word for it
+
 LOG = logging.getLogger(__name__)
 MISSING = ('missing', None)
-# A file one message cannot carry: the context raises OSError with the
-# words given (before, it was said to be missing).
-TOO_LARGE = 'too-large'
 
 
 def read(package: str, init_file: str, relpath: str, limit: int) -> tuple:

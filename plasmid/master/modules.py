@@ -556,7 +556,7 @@ class ModuleResponder:
         except Exception:  # the context waits for an answer: give one
             LOG.exception('serving %s:%s to context %d failed', package,
                           relpath, msg.src)
-            answer = ('missing', None)
+            answer = data_files.MISSING
         self.router.reply(msg, answer)
 
     def package_data(self, package: str, relpath: str) -> tuple:

@@ -833,6 +833,21 @@ def test_sudo_requiring_a_tty_works_pipelined(ansible_bin, ansible_account,
         assert ours.stats['module_runs'] == 1, ours.stats
 
 
+# The last step of a playbook that made the account %(doomed)s.  Vanilla
+# races here: the last task's processes of the account may still be exiting
+# when userdel looks.  A few tries absorb that; an interpreter of ours kept
+# for the account would fail them all.
+DELETE_THE_ACCOUNT = """\
+        - name: delete the account
+          user: name=%(doomed)s state=absent remove=true
+          become: true
+          register: deleted
+          until: deleted is succeeded
+          retries: 5
+          delay: 1
+"""
+
+
 DELETE_BECOME_USER = """
 - hosts: targets
   gather_facts: false
@@ -846,17 +861,7 @@ DELETE_BECOME_USER = """
           become: true
           become_user: %(doomed)s
       always:
-        # Vanilla races here: the last task's processes of the account may
-        # still be exiting when userdel looks.  A few tries absorb that; an
-        # interpreter of ours kept for the account would fail them all.
-        - name: delete the account
-          user: name=%(doomed)s state=absent remove=true
-          become: true
-          register: deleted
-          until: deleted is succeeded
-          retries: 5
-          delay: 1
-"""
+%(delete)s"""
 
 
 @pytest.mark.edge_releases
@@ -864,7 +869,9 @@ def test_deleting_an_account_we_became_works_as_in_vanilla(
         ansible_bin, ansible_account, doomed_account, sshd, tmp_path):
     """Our interpreter running as the account would make userdel refuse
     ("currently used by process"): the broker shuts it down first."""
-    book = DELETE_BECOME_USER % {'doomed': doomed_account}
+    book = DELETE_BECOME_USER % {
+        'doomed': doomed_account,
+        'delete': DELETE_THE_ACCOUNT % {'doomed': doomed_account}}
     inv = inventory(sshd, ansible_account)
     vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
     assert vanilla.rc == 0, vanilla.output
@@ -916,14 +923,7 @@ ACCOUNT_CHANGES = """
         - name: the login leaves
           user: name=%(login)s groups="" append=no
           become: true
-        - name: delete the account
-          user: name=%(doomed)s state=absent remove=true
-          become: true
-          register: deleted
-          until: deleted is succeeded
-          retries: 5
-          delay: 1
-        - {name: the group goes, group: name=plasmid-joined state=absent,
+%(delete)s        - {name: the group goes, group: name=plasmid-joined state=absent,
            become: true}
 """
 
@@ -938,8 +938,9 @@ def test_account_and_sudo_rule_changes_are_seen_as_in_vanilla(
     not read again after they changed."""
     taken = {entry.pw_uid for entry in pwd.getpwall()}
     uid = next(n for n in range(23456, 30000) if n not in taken)
-    book = ACCOUNT_CHANGES % {'doomed': doomed_account, 'uid': uid,
-                              'login': ansible_account}
+    book = ACCOUNT_CHANGES % {
+        'doomed': doomed_account, 'uid': uid, 'login': ansible_account,
+        'delete': DELETE_THE_ACCOUNT % {'doomed': doomed_account}}
     inv = inventory(sshd, ansible_account)
     vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
     assert vanilla.rc == 0, vanilla.output
