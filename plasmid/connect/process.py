@@ -62,6 +62,7 @@ class Process(object):
         self.stdout = pipes[1][0]
         self.stderr = pipes[2][0]
         self.pid = self.popen.pid
+        self.pidfd = None  # see open_pidfd
 
     def close_tty_slave(self):
         """After the handshake.  The master side stays open for the life
@@ -70,8 +71,21 @@ class Process(object):
         _close(self.tty_slave)
         self.tty_slave = None
 
+    def open_pidfd(self):
+        """A descriptor that turns readable when the program exits, kept
+        as ``pidfd``; None where the system has none (before Linux 5.3 or
+        Python 3.9) or none is left.  Close-on-exec, as every pidfd is."""
+        open_pidfd = getattr(os, 'pidfd_open', None)
+        if open_pidfd is not None and self.pidfd is None:
+            try:
+                self.pidfd = open_pidfd(self.pid)
+            except OSError:
+                pass
+        return self.pidfd
+
     def close_all(self):
-        for name in ('stdin', 'stdout', 'stderr', 'tty_fd', 'tty_slave'):
+        for name in ('stdin', 'stdout', 'stderr', 'tty_fd', 'tty_slave',
+                     'pidfd'):
             _close(getattr(self, name))
             setattr(self, name, None)
 
@@ -129,10 +143,10 @@ def make_room_for_descriptors(highest):
     none could be opened): to twice the limit, at most the hard limit.
     Return whether it was raised.
 
-    Each context started from here holds three descriptors, and the usual
-    soft limit of 1024 (kept low for the sake of select(), which plasmid
-    does not use) would otherwise stop a master at about three hundred
-    contexts.  Descriptors are handed out lowest first, so the newest
+    Each context started from here holds four descriptors (three pipes and
+    the pidfd spawn.ExitWatch opens), and the usual soft limit of 1024
+    (kept low for the sake of select(), which plasmid does not use) would
+    otherwise stop a master at about 250 contexts.  Descriptors are handed out lowest first, so the newest
     one's number tells how many are open.
     """
     if resource is None:
@@ -162,7 +176,7 @@ def _start_error(argv, exc):
         return ConnectError(
             'cannot run %s: this process has used up its open file '
             'descriptors (limit %s; each context started from here holds '
-            'three): raise the hard limit (ulimit -Hn) or start contexts '
+            'four): raise the hard limit (ulimit -Hn) or start contexts '
             'through intermediaries' % (argv[0], limits))
     if exc.errno == errno.ENFILE:
         return ConnectError('cannot run %s: the system has no file '

@@ -56,6 +56,10 @@ LAST_WORDS_WAIT = 0.5
 # lines (a warning at start-up) say nothing of why the link went.
 LAST_WORDS_RECENT = 1.0
 LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
+# How long a link whose program has exited may still deliver what the
+# program wrote before it ends by itself (see ExitWatch).
+EXITED_LINK_WAIT = 0.25
+EXIT_POLL = 1.0  # where no pidfd tells of the exit, how often to ask
 # A start's stages, each bounded by connect_timeout afresh: reaching the
 # new Python, then booting it (Handshake.run).
 START_STAGES = 2
@@ -614,7 +618,71 @@ def _connect(router, spec, blob, method, tty, watch_boot, on_process,
     if proc.stderr is not None:
         stream.error_output = ErrorOutput(router.loop, proc, spec['name'])
         stream.error_output.start()
+    ExitWatch(router.loop, stream, proc).start()
     return stream, info
+
+
+class ExitWatch(object):
+    """Ends a link whose program has exited when something else keeps
+    the link's pipes open.
+
+    A link normally ends when the program's stdout does.  But a process
+    the context left behind may hold both pipes (a fork on Python 2.7 or
+    3.6, which have no fork hook to let go of them): then nothing ends,
+    writes still succeed, and a call would wait for as long as that
+    process lives.  The program's exit tells the truth: once it is gone,
+    whatever holds the pipes is not the context (every method's program
+    lives as long as the context: ssh, sudo and su wait for it, local and
+    doas become it).  It is seen through a pidfd where there is one (Linux
+    5.3+, Python 3.9+), else by asking every EXIT_POLL seconds: the link
+    gets EXITED_LINK_WAIT to deliver what was written before the exit and
+    to end by itself, then it is ended as if its output had.
+    """
+
+    def __init__(self, loop, stream, proc):
+        self.loop = loop
+        self.stream = stream
+        self.proc = proc
+
+    def start(self):
+        self.proc.open_pidfd()
+        # Run by whoever closes the stream: the loop's owner.
+        self.stream.on_close.append(lambda _: self._stop())
+        self.loop.defer(self._watch)
+
+    def _watch(self):
+        if self.stream.closed:  # before the callback above was in place
+            self._stop()
+        elif self.proc.pidfd is not None:
+            self.loop.add_reader(self.proc.pidfd, self._exited)
+        else:
+            self.loop.call_later(EXIT_POLL, self._poll)
+
+    def _poll(self):
+        if self.stream.closed:
+            return
+        if self.proc.poll() is None:
+            self.loop.call_later(EXIT_POLL, self._poll)
+        else:
+            self._exited()
+
+    def _stop(self):
+        fd, self.proc.pidfd = self.proc.pidfd, None
+        if fd is not None:
+            self.loop.remove_fd(fd)
+            os.close(fd)
+
+    def _exited(self):
+        self._stop()
+        if not self.stream.closed:
+            self.loop.call_later(EXITED_LINK_WAIT, self._end_link)
+
+    def _end_link(self):
+        if not self.stream.closed:
+            logging.getLogger(__name__).warning(
+                '%r: its program has exited, but another process holds the '
+                'link open: ending it', self.stream)
+            self.stream.end_of_input()
 
 
 class ErrorOutput(object):

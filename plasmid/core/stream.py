@@ -96,7 +96,7 @@ class Stream(object):
             if self.reader.pending():
                 LOG.error('%r: ended %d bytes into a frame',
                           self, self.reader.pending())
-            self._end_of_input()
+            self.end_of_input()
             return
         self.bytes_in += len(data)
         self._receive(data)
@@ -116,7 +116,7 @@ class Stream(object):
             if self.closed:
                 return
 
-    def _end_of_input(self):
+    def end_of_input(self):
         """The neighbour's output ended: close, once a program at the other
         end has said why on its stderr (ssh writes "Connection to ...
         closed" as it exits, after its stdout has closed)."""

@@ -134,7 +134,7 @@ def test_extra_logins_idle_for_lane_idle_end_and_the_first_serves_on(
 def test_a_broker_holds_more_contexts_than_its_first_limit_on_open_files(
         sshd, ansible_account, newest_ansible_bin, tmp_path) -> None:
     """80 hosts under a soft limit of 256 open files: the broker holds
-    three descriptors per context, so it must raise its limit as contexts
+    four descriptors per context, so it must raise its limit as contexts
     come (which the usual 1024 would stop at ~300 hosts)."""
     hosts = tuple('h%02d' % n for n in range(80))
     # Hosts whose ssh options differ are separate logins, with a context

@@ -225,6 +225,6 @@ def test_out_of_descriptors_is_a_connect_error_that_says_so() -> None:
     assert outcome['error'] == (
         'cannot run sleep: this process has used up its open file '
         'descriptors (limit 96, hard limit 96; each context started from '
-        'here holds three): raise the hard limit (ulimit -Hn) or start '
+        'here holds four): raise the hard limit (ulimit -Hn) or start '
         'contexts through intermediaries')
     assert (outcome['soft'], outcome['leaked']) == (96, 0)

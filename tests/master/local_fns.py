@@ -216,6 +216,17 @@ def write_on_the_link(data):
     os.write(child.current.router.parent.wfd, data)
 
 
+def hold_both_link_ends(seconds):
+    """Start a process that holds both ends of this context's link to its
+    parent (as a fork on Python 2.7 or 3.6 would, which has no hook to let
+    go of them): writes to the context still succeed after it is gone."""
+    import subprocess
+    from plasmid.core import child
+    parent = child.current.router.parent
+    return subprocess.Popen(['sleep', str(seconds)], stdin=parent.rfd,
+                            stdout=parent.wfd, close_fds=True).pid
+
+
 def hold_link_open(seconds):
     """Start a process that holds this context's end of its link to the
     parent open (as a daemon a call started might): its pid."""

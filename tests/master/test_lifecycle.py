@@ -525,6 +525,22 @@ def test_a_call_to_a_dead_context_whose_link_another_holds_fails_at_once(
         os.kill(holder, signal.SIGKILL)
 
 
+def test_a_call_to_a_dead_context_whose_link_another_reads_fails(
+        router: plasmid.Router) -> None:
+    """A process the context left behind holds both ends of its link, so
+    the link neither ends nor refuses writes: the program's exit must end
+    it, or the call waits for as long as that process lives."""
+    ctx = router.local(name='forked')
+    holder = ctx.call(local_fns.hold_both_link_ends, 60)
+    try:
+        os.kill(ctx.call(os.getpid), signal.SIGKILL)
+        with pytest.raises(plasmid.ContextLost) as caught:
+            ctx.call_async(os.getpid).result(timeout=LOST_WITHIN)
+        assert 'killed by signal 9' in str(caught.value)
+    finally:
+        os.kill(holder, signal.SIGKILL)
+
+
 def test_a_link_broken_by_stray_output_says_so(
         router: plasmid.Router) -> None:
     """Output that is no frame (a job ~/.bashrc left behind writing on

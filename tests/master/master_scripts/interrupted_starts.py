@@ -101,9 +101,11 @@ def extra_descriptors(router, before, direct):
     """Descriptors open beyond *before* and those of the contexts started
     (*direct*: by this process; via a hop, their pipes are the hop's).  A
     context's stderr pipe closes once it has taken over its fd 2, at a
-    moment of its own: counted as it is at each try, for up to 2 s."""
+    moment of its own: counted as it is at each try, for up to 2 s.  So
+    does the pidfd that watches its program's exit, if any."""
     for _ in range(40):
         held = sum(len(set((s.rfd, s.wfd))) + (s.process.stderr is not None)
+                   + (s.process.pidfd is not None)
                    for s in router.streams) if direct else 0
         extra = len(os.listdir('/proc/self/fd')) - before - held
         if extra == 0:
