@@ -91,9 +91,12 @@ class Client:
         except FileNotFoundError:
             pass
         with open(self.log_path, 'ab') as log:
+            # -P: not the working directory (the play's) first on its
+            # sys.path, from where targets could import and read what
+            # vanilla never sends them (the broker serves what it imports).
             proc = subprocess.Popen(
-                [sys.executable, '-m', 'plasmid.ansible.broker', self.path,
-                 str(self.pid)],
+                [sys.executable, '-P', '-m', 'plasmid.ansible.broker',
+                 self.path, str(self.pid)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                 start_new_session=True, close_fds=True)
         line = proc.stdout.readline()

@@ -103,6 +103,10 @@ class ModuleFinder:
         self.cache: dict[str, ModuleEntry] = {}
         # name -> (mtime, size) of its file when the source was read
         self.read_stamps: dict[str, tuple] = {}
+        # Namespace packages found (directories without __init__): served
+        # as empty packages, but never their files as package data, since
+        # any directory on sys.path is one (a "keys" beside the script).
+        self.namespaces: set[str] = set()
 
     def unchanged(self, entry: ModuleEntry) -> bool:
         """Whether *entry*'s file is as it was when its source was read
@@ -135,6 +139,7 @@ class ModuleFinder:
 
     def _find(self, fullname: str) -> ModuleEntry:
         absent = ModuleEntry(fullname, False, None, None)
+        self.namespaces.discard(fullname)
         if master_only(fullname):
             return _unsent(fullname, 'is the master\'s own (plasmid\'s '
                            'controller side): it is never sent to a context')
@@ -146,6 +151,7 @@ class ModuleFinder:
             if self._is_stdlib(os.path.realpath(namespace)):
                 return absent
             # As an empty package there (its submodules come as any do).
+            self.namespaces.add(fullname)
             return ModuleEntry(fullname, True, '',
                                os.path.join(namespace, '__init__.py'))
         is_pkg = spec is not None and \
@@ -560,13 +566,15 @@ class ModuleResponder:
         self.router.reply(msg, answer)
 
     def package_data(self, package: str, relpath: str) -> tuple:
-        """A data file or listing inside a package we serve, never
-        anything outside that package (``data_files``)."""
+        """A data file or listing inside a regular package we serve, never
+        anything outside that package (``data_files``), nor from a
+        namespace package."""
         if package == DISTRIBUTIONS:
             return data_files.distribution(relpath,
                                            self.router.max_message // 2)
         entry = self.finder.find(package)
-        if entry.source is None or not entry.is_pkg:
+        if entry.source is None or not entry.is_pkg or \
+                package in self.finder.namespaces:
             return data_files.MISSING
         return data_files.read(package, entry.filename, relpath,
                                self.router.max_message // 2)

@@ -240,6 +240,26 @@ def test_package_data_never_leaves_the_package(responder, tree: str,
     assert any('outside package' in r.getMessage() for r in caplog.records)
 
 
+def test_no_package_data_from_a_namespace_package(tmp_path) -> None:
+    """Every directory on the master's sys.path is a namespace package (a
+    "keys" beside the master's script): a context that imports one, or
+    just asks, must not read the files in it."""
+    root = str(tmp_path)
+    os.makedirs(os.path.join(root, 'secrets_dir', 'deeper'))
+    for name in ('api_key.txt', 'deeper/id_ed25519'):
+        with open(os.path.join(root, 'secrets_dir', name), 'w') as handle:
+            handle.write('secret')
+    with on_master_path(root, 'secrets_dir'), plasmid.Router() as router:
+        ctx = router.local()
+        assert ctx.call(import_fns.import_facts, 'secrets_dir')['name'] == \
+            'secrets_dir'  # still importable: an empty package
+        for name in ('api_key.txt', 'deeper/id_ed25519'):
+            assert ctx.call(import_fns.get_data, 'secrets_dir', name) == \
+                ('error', 'OSError')
+        assert router.responder.package_data('secrets_dir', '') == \
+            ('missing', None)
+
+
 def test_package_data_symlinks(responder, tree: str) -> None:
     data = os.path.join(tree, 'imptree', 'data')
     os.symlink('/etc/passwd', os.path.join(data, 'escape_file'))
