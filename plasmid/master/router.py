@@ -27,8 +27,9 @@ from plasmid.core.errors import (ConnectError, ContextLost, StreamError,
                                   TimeoutError)
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
-from plasmid.core.router import (ADD_ROUTE, FROM_CHILD, HELLO, LOG_RECORD,
-                                 SHUTDOWN, Router as CoreRouter)
+from plasmid.core.router import (ADD_ROUTE, FROM_ANY, FROM_CHILD,
+                                 FROM_PARENT, HELLO, LOG_RECORD, SHUTDOWN,
+                                 Router as CoreRouter)
 from plasmid.master.booting import Boot, BootingFuture
 from plasmid.master import interrupts, main_script
 from plasmid.master.bootstrap import build_blob
@@ -412,17 +413,46 @@ class MasterContext(Context):
 class MasterCore(CoreRouter):
     """The master's core router: a context it asked to shut down is lost
     for that reason (its calls still pending say so), not for a broken
-    link."""
+    link.
+
+    It knows the tree, which a context's router does not: a reply to a
+    call, or news of a lost route, is taken only from the context itself
+    or a router on the way to it.  The link alone, which the core checks,
+    is shared by every context behind one intermediary: a sibling there
+    (a become account on the same host) could answer calls to another
+    (root) in its stead, or have the master drop it.
+    """
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.told_to_shut_down: set[int] = set()
+        # context id -> the contexts between the master and it
+        self.ancestors: dict[int, frozenset] = {}
 
     def lose(self, ids: list, reason: str, said: str = '') -> None:
         told = [cid for cid in ids if cid in self.told_to_shut_down]
         self.told_to_shut_down.difference_update(told)
         super().lose(told, 'it was shut down', said)
         super().lose([cid for cid in ids if cid not in told], reason, said)
+        for cid in ids:
+            self.ancestors.pop(cid, None)
+
+    def _on_the_way_to(self, src: int, context_id: int) -> bool:
+        return src in self.ancestors.get(context_id, ())
+
+    def _policy_allows(self, policy: Any, msg: Message) -> bool:
+        if policy in (FROM_PARENT, FROM_CHILD, FROM_ANY) or \
+                msg.stream is None:
+            return super()._policy_allows(policy, msg)
+        # A reply awaited from context *policy*: from it, or an error
+        # answer of a router that could not pass the call on.
+        return msg.src == policy or self._on_the_way_to(msg.src, policy)
+
+    def _on_del_route(self, msg: Message) -> None:
+        ids, reason = msg.value()
+        self.lose([cid for cid in ids
+                   if self.routes.get(cid) is msg.stream and
+                   self._on_the_way_to(msg.src, cid)], reason)
 
 
 class Router:
@@ -837,6 +867,7 @@ class Router:
             self.core.send(Message.encoding(hop.context_id, MASTER_ID,
                                             ADD_ROUTE,
                                             (new_id, next_hop.context_id)))
+        self.core.ancestors[new_id] = frozenset(c.context_id for c in path)
         self.core.add_route(new_id, self.core.routes[path[0].context_id])
         # connect_child imports the method's module by name, which the
         # push of connect_child's own module cannot see.

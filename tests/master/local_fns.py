@@ -236,3 +236,21 @@ def hold_link_open(seconds):
         return subprocess.Popen(
             ['sleep', str(seconds)], stdin=null, stderr=null,
             stdout=child.current.router.parent.wfd, close_fds=True).pid
+
+
+def forge_reply(dst, handle, value):
+    """Send a reply to handle *handle* of context *dst* in this context's
+    own name, as a hostile sibling of the context it awaits would."""
+    from plasmid.core import child
+    from plasmid.core.framing import Message
+    router = child.current.router
+    router.send(Message.encoding(dst, router.context_id, handle,
+                                 (True, value)))
+
+
+def forge_del_route(dst, victims):
+    """Tell context *dst* that the contexts *victims* are gone."""
+    from plasmid.core import child
+    from plasmid.core.router import DEL_ROUTE
+    child.current.router.send_value(dst, DEL_ROUTE,
+                                    (list(victims), 'forged'))

@@ -3,6 +3,7 @@ ends stuck contexts, and no master exit leaves processes, zombies or fds."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import signal
@@ -605,3 +606,33 @@ def test_a_call_up_the_tree_or_to_itself_fails_at_once(
         assert 'ContextLost' in str(caught.value)
         assert 'may not address' in str(caught.value)
         assert caller.call(local_fns.getpid) == caller.info['pid']
+
+
+def _reply_handle_for(router: plasmid.Router, target: int) -> int:
+    """The handle of the master's pending call to *target*."""
+    pending = [h for h, (t, _) in router.core.pending.items() if t == target]
+    assert len(pending) == 1, router.core.pending
+    return pending[0]
+
+
+def test_a_sibling_behind_the_same_intermediary_cannot_answer_for_another(
+        router: plasmid.Router, caplog) -> None:
+    """Contexts behind one intermediary share its link to the master, the
+    only thing the core checks: an (unprivileged) sibling could answer
+    the master's calls to another (root) in its stead, or have the master
+    drop it with a DEL_ROUTE of its own making."""
+    hop = router.local(name='hop')
+    victim = router.local(name='victim', via=hop)
+    sibling = router.local(name='sibling', via=hop)
+    pending = victim.call_async(time.sleep, 1)
+    handle = _reply_handle_for(router, victim.context_id)
+    with caplog.at_level(logging.ERROR, 'plasmid.core.router'):
+        sibling.call(local_fns.forge_reply, 0, handle, 'forged')
+        sibling.call(local_fns.forge_del_route, 0, [victim.context_id])
+        assert pending.result(timeout=30) is None  # time.sleep's own
+    assert victim.call(os.getpid) == victim.info['pid']  # still routed
+    assert any('may not address' in r.getMessage() for r in caplog.records)
+    # A router on the way may still answer for the context it cannot reach.
+    hop.call(local_fns.forge_del_route, 0, [victim.context_id])
+    with pytest.raises(plasmid.ContextLost, match='forged'):
+        victim.call(os.getpid)
