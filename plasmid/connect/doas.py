@@ -19,6 +19,9 @@ CORE_IN_ARGV = False
 # (older releases), a plain "Password:" where PAM words it.
 # Alone at the end of what doas wrote (see ssh's PROMPT).
 PROMPT = re.compile(br'(?i)(doas \([^)]*\) )?password:[ \t]*\Z')
+# The password is the caller's, the command another account's: a prompt
+# that comes once the command runs is not doas's (spawn.handed_over).
+ANSWER_ONLY_THE_PROGRAM = True
 REFUSALS = [
     (re.compile(br'doas: (Operation not permitted|not permitted)'),
      'doas does not permit this (see doas.conf)'),

@@ -71,6 +71,10 @@ NO_PYTHON = 'no Python at '
 # error's text is enough to tell them apart (password_refused/_missing).
 PASSWORD_REFUSED = 'the password was refused'
 PASSWORD_MISSING = 'a password was asked for, but none was given'
+PROMPT_AFTER_HAND_OVER = (
+    'a password prompt came from the command %s ran, not from %s itself '
+    '(code the target account controls, as its Python starts): not '
+    'answered')
 
 # Our own words in a program's output, shown as <bootstrap> in errors: the
 # first stage's code (sudo quotes it in a refusal), and the base64 words of
@@ -435,6 +439,10 @@ class Handshake(object):
         password = self.spec.get('password')
         if password is None:
             self.fail(PASSWORD_MISSING)
+        if getattr(self.method, 'ANSWER_ONLY_THE_PROGRAM', False) and \
+                handed_over(self.proc):
+            program = os.path.basename(str(self.proc.argv[0]))
+            self.fail(PROMPT_AFTER_HAND_OVER % (program, program))
         if self.prompts > 1:
             # Why it asks again (ssh's "Permission denied") is on stderr
             # already, perhaps not yet read.
@@ -489,6 +497,32 @@ class Handshake(object):
             self.fail('the process did not boot (got %r)' % (hello,))
         self.reader.buffer[0:0] = b''.join(m.to_bytes() for m in messages[1:])
         return hello.value()
+
+
+def handed_over(proc):
+    """Whether the program *proc* runs (sudo, doas) has started its
+    command already: it has a child, or has become another program (its
+    name in /proc changed).  Where /proc cannot tell, False.
+
+    The password such a program asks for is the caller's, and its command
+    runs as another account, whose Python may print the program's prompt
+    as it starts (a usercustomize.py) and read what we answer: the
+    caller's password, where a rule needs none and the program never
+    asked.  Before the command runs, the program has no child: it waits
+    for the answer."""
+    pid = proc.pid
+    try:
+        with open('/proc/%d/task/%d/children' % (pid, pid)) as handle:
+            children = handle.read().split()
+        with open('/proc/%d/stat' % pid, 'rb') as handle:
+            stat = handle.read()
+    except (IOError, OSError):
+        return False
+    name = stat[stat.find(b'(') + 1:stat.rfind(b')')]
+    expected = os.path.basename(native(proc.argv[0]))[:15]
+    if not isinstance(expected, bytes):
+        expected = expected.encode('utf-8', 'surrogateescape')
+    return bool(children) or name != expected
 
 
 def split_at_ready(output):

@@ -23,6 +23,9 @@ PROMPTS_ON_TERMINAL = False  # -S: on stderr, the answer on stdin
 # the core goes to stdin once the interpreter is up.
 CORE_IN_ARGV = False
 PROMPT_TEXT = 'plasmid-sudo-password:'
+# The password is the caller's, the command another account's: a prompt
+# that comes once the command runs is not sudo's (spawn.handed_over).
+ANSWER_ONLY_THE_PROGRAM = True
 PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))
 REFUSALS = []
 

@@ -6,6 +6,7 @@ doas reads no password from stdin); to nobody not at all.
 """
 from __future__ import annotations
 
+import sys
 from typing import Iterator
 
 import pytest
@@ -67,3 +68,30 @@ def test_a_user_doas_does_not_permit_is_a_connect_error(
         router.doas(via=user_a, username='nobody', connect_timeout=15)
     assert 'doas.conf' in str(info.value)
     assert user_a.call(connect_fns.username) == USER_A
+
+
+# What the target account's Python may do as it starts: ask on the
+# terminal doas was given, as doas does, and read what comes.
+PROMPTING_PYTHON = '''#!/bin/sh
+printf 'Password:' > /dev/tty
+IFS= read -r heard < /dev/tty
+printf '%%s' "$heard" > %s
+exec %s "$@"
+'''
+
+
+def test_a_prompt_from_the_command_doas_runs_is_not_answered(
+        router, user_a, tmp_path) -> None:
+    """With a password given where the rule needs none, the command doas
+    ran could ask on its terminal and read the caller's password."""
+    heard = tmp_path / 'heard'
+    python = tmp_path / 'python'
+    python.write_text(PROMPTING_PYTHON % (heard, sys.executable))
+    python.chmod(0o755)
+    tmp_path.chmod(0o755)
+    with pytest.raises(plasmid.ConnectError) as info:
+        router.doas(via=user_a, password=PASSWORD_A, python_path=str(python),
+                    connect_timeout=15)
+    assert 'a password prompt came from the command doas ran' in \
+        str(info.value), info.value
+    assert not heard.exists() or heard.read_text() == ''

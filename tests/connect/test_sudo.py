@@ -207,3 +207,34 @@ def test_target_python_over_ssh_and_sudo(sshd, router, version: str) -> None:
         assert error.message == 'boom on %s' % version
         assert 'connect_fns' in error.remote_traceback
         assert 'in fail' in error.remote_traceback
+
+
+# What the target account's Python may do as it starts (a usercustomize.py
+# of its own): print sudo's prompt, and read what comes.
+PROMPTING_PYTHON = '''#!/bin/sh
+printf 'plasmid-sudo-password:' >&2
+IFS= read -r heard
+printf '%%s' "$heard" > %s
+exec %s "$@"
+'''
+
+
+def test_a_prompt_from_the_command_sudo_runs_is_not_answered(
+        sshd, router, user_a, tmp_path) -> None:
+    """With a password given where the rule needs none (an inventory's
+    become password for every host), the command sudo ran could print
+    sudo's prompt and read the caller's password."""
+    heard = tmp_path / 'heard'
+    python = tmp_path / 'python'
+    python.write_text(PROMPTING_PYTHON % (heard, sys.executable))
+    python.chmod(0o755)
+    tmp_path.chmod(0o755)
+    error = _sudo_error(router, via=user_a, password='the-callers-secret',
+                        python_path=str(python))
+    assert 'a password prompt came from the command sudo ran' in error, error
+    assert not heard.exists() or heard.read_text() == ''
+    _assert_no_children_left(user_a)
+    # sudo's own prompt is answered as ever.
+    assert router.sudo(username=sshd.sudo_password_user,
+                       password=sshd.password, via=user_a).call(
+                           connect_fns.identity)['uid'] > 0
