@@ -38,19 +38,46 @@ def run_pid() -> int:
 
 
 def private_dir() -> str:
-    """A directory only this user can enter; refuse anything else."""
-    path = os.path.join(tempfile.gettempdir(), 'plasmid-ansible-%d'
-                        % os.getuid())
+    """A directory only this user can enter, where the run's broker
+    listens: the temporary directory's ``plasmid-ansible-UID``, or, where
+    another user has taken that name first (which would stop every run of
+    ours), one in $XDG_RUNTIME_DIR or under ~/.ansible.  Every process of
+    a run finds the same one."""
+    uid = os.getuid()
+    places = [os.path.join(tempfile.gettempdir(), 'plasmid-ansible-%d' % uid)]
+    if os.environ.get('XDG_RUNTIME_DIR'):
+        places.append(os.path.join(os.environ['XDG_RUNTIME_DIR'],
+                                   'plasmid-ansible'))
+    places.append(os.path.join(os.path.expanduser('~'), '.ansible',
+                               'plasmid-%s' % socket.gethostname()))
+    refused = []
+    for path in places:
+        if _made_private(path):
+            return path
+        refused.append(path)
+    raise BrokerError('broker', 'no private directory of this user for the '
+                      'plasmid broker: %s' % ', '.join(refused))
+
+
+def _made_private(path: str) -> bool:
+    """Whether *path* is (now) a directory of this user's that no one
+    else may enter: made if missing, never changed if not ours."""
+    try:
+        os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+    except OSError:  # a file in the way, a place we may not write
+        return False
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or \
-            info.st_mode & 0o077:
-        raise BrokerError('broker', '%s is not a private directory of '
-                          'this user' % path)
-    return path
+    except OSError:
+        return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and \
+        not info.st_mode & 0o077
 
 
 class Client:

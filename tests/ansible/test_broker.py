@@ -15,7 +15,7 @@ import time
 import pytest
 
 import plasmid
-from plasmid.ansible import broker, target, wire
+from plasmid.ansible import broker, client, target, wire
 from testbed.pythons import require_python
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -361,3 +361,26 @@ def test_workers_of_one_login_at_once_lose_no_call_sent_ahead(sshd):
                       '(rc: 3, stderr: })'] * 200
     assert serving.counts['cleanups_failed'] == 200
     assert 1 <= contexts <= 8, contexts
+
+
+def test_a_taken_private_directory_name_falls_back_to_another(
+        tmp_path, monkeypatch):
+    """Another user who makes $TMPDIR/plasmid-ansible-UID first (open to
+    all, or a symlink) must not stop every accelerated run of ours."""
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+    taken = tmp_path / ('plasmid-ansible-%d' % os.getuid())
+    taken.mkdir()
+    taken.chmod(0o777)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path / 'run'))
+    (tmp_path / 'run').mkdir(mode=0o700)
+    assert client.private_dir() == str(tmp_path / 'run' / 'plasmid-ansible')
+    monkeypatch.delenv('XDG_RUNTIME_DIR')
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    chosen = client.private_dir()
+    assert chosen.startswith(str(tmp_path / 'home' / '.ansible' / 'plasmid-'))
+    assert os.stat(chosen).st_mode & 0o777 == 0o700
+    shutil.rmtree(tmp_path / 'home' / '.ansible')
+    (tmp_path / 'home' / '.ansible').write_text('a file in the way')
+    with pytest.raises(client.BrokerError, match='no private directory'):
+        client.private_dir()
+    assert taken.stat().st_mode & 0o777 == 0o777  # left as it was
