@@ -289,6 +289,12 @@ class Handshake(object):
                                  b'not found' in self.stderr or
                                  b'No such file' in self.stderr)):
             return NO_PYTHON + repr(self.spec.get('python_path'))
+        own_failure = getattr(self.method, 'OWN_FAILURE_STATUS', None)
+        if own_failure is not None and self.reader is None and \
+                status is not None and 0 <= status != own_failure:
+            return '%s%r started (the remote command exited with status ' \
+                '%d before a Python said a word)' % (
+                    NO_PYTHON, self.spec.get('python_path'), status)
         if status == 0 and self.reader is None:
             # A success before the interpreter said a word: no Python ran.
             return ('the process exited during start-up with status 0 '

@@ -19,6 +19,10 @@ CORE_IN_ARGV = True
 # line that ends in "password:" and a line break is someone's words (a
 # banner, a start-up file), not a question ssh waits on.
 PROMPT = re.compile(br'(?i)(password|passphrase)[^:\n]*:[ \t]*\Z')
+# ssh's own failures (connection, authentication, host key) exit with this;
+# any other status is the remote command's: the login worked, and what ran
+# there ended before a Python said a word (spawn's NO_PYTHON).
+OWN_FAILURE_STATUS = 255
 REFUSALS = [
     (re.compile(br'(?i)are you sure you want to continue connecting'),
      'the host key is unknown: add it to known_hosts first'),

@@ -380,6 +380,41 @@ def test_a_missing_interpreter_fails_the_task_as_in_vanilla(
     assert 'Traceback' not in ours.output
 
 
+NOT_A_PYTHON = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: an interpreter that fails at once
+      command: id -un
+      vars:
+        ansible_python_interpreter: /bin/false
+      ignore_errors: true
+    - name: an interpreter that succeeds without a word
+      command: id -un
+      vars:
+        ansible_python_interpreter: /bin/true
+      ignore_errors: true
+    - name: the host is still there
+      command: id -un
+"""
+
+
+@pytest.mark.edge_releases
+def test_an_interpreter_that_exits_at_once_fails_the_task_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """A program that is no Python ends at once: vanilla fails the task
+    with what came of it ("No start of json char found"); we called the
+    host unreachable, and the rest of the play was skipped."""
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, NOT_A_PYTHON, inv)
+    results = {r['task']: r for r in ours.results}
+    for name in ('an interpreter that fails at once',
+                 'an interpreter that succeeds without a word'):
+        assert results[name]['status'] == 'failed', results[name]
+    assert results['the host is still there']['status'] == 'ok'
+    assert 'Traceback' not in ours.output
+
+
 NO_PYTHON = """
 - hosts: targets
   gather_facts: false

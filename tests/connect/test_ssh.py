@@ -201,6 +201,21 @@ def test_missing_python_on_target(sshd, router) -> None:
     assert 'No such file' in message or 'not found' in message
 
 
+def test_a_remote_program_that_is_no_python_says_so(sshd, router) -> None:
+    """The login worked and what ran there ended before a Python said a
+    word: no Python there (the accelerator then fails the task, as
+    vanilla, not the host), ssh's own failures (255) aside."""
+    for program, status in (('/bin/false', 1), ('/bin/true', 0)):
+        message = _connect_error(
+            router, **dict(sshd.ssh_kwargs(), python_path=program))
+        assert "no Python at '%s' started (the remote command exited with " \
+            'status %d before a Python said a word)' % (program, status) in \
+            message, message
+    refused = _connect_error(router, **dict(sshd.ssh_kwargs(),
+                                            username='nobody'))
+    assert 'no Python' not in refused, refused
+
+
 def test_host_key_mismatch(sshd, router, tmp_path) -> None:
     # A known_hosts that pins the server's address to some other key.
     other_key = tmp_path / 'other_host_key'
