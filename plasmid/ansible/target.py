@@ -235,8 +235,28 @@ def run_module(digest, job, hold_above=None):
         (digest, job, warm.stale_names(digest, modules)),
         then=lambda names: _learn(modules, names, job['module_fqn']))
     if rc < 0:  # killed by signal -rc: what the shell around vanilla's says
+        err += _shell_words_for_signal(-rc)
         rc = 128 - rc
     return _held_if_large(rc, out, err, hold_above)
+
+
+# What /bin/sh (dash) says of a command a signal killed, where this Python
+# cannot ask the C library (os.strsignal, 3.8+); nothing for SIGINT and
+# SIGPIPE, as dash.
+_SIGNAL_WORDS = {signal.SIGKILL: 'Killed', signal.SIGSEGV: 'Segmentation fault',
+                 signal.SIGABRT: 'Aborted', signal.SIGTERM: 'Terminated',
+                 signal.SIGBUS: 'Bus error', signal.SIGILL: 'Illegal instruction',
+                 signal.SIGFPE: 'Floating point exception'}
+
+
+def _shell_words_for_signal(number):
+    """The line the shell around vanilla's interpreter writes on the
+    module's stderr when a signal kills it ("Killed", "Segmentation
+    fault"), as bytes."""
+    if number in (signal.SIGINT, signal.SIGPIPE):
+        return b''
+    words = getattr(os, 'strsignal', _SIGNAL_WORDS.get)(number)
+    return words and (words + '\n').encode('ascii', 'replace') or b''
 
 
 def _learn(modules, imported, module_fqn):

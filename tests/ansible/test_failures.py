@@ -103,6 +103,11 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     assert 'let out' in hooked['result']['msg'], hooked
     aborted = results['an abort']
     assert (aborted['status'], aborted['result']['rc']) == ('failed', 134)
+    # What the shell around vanilla's interpreter says of the signal.
+    theirs = {r['task']: r for r in vanilla.results}['an abort']
+    assert aborted['result']['module_stderr'].endswith('Aborted\n')
+    assert aborted['result']['module_stderr'] == \
+        theirs['result']['module_stderr']
     threaded = results['exit_json called from a thread']
     assert threaded['status'] == 'ok', threaded
     assert threaded['result']['how'] == 'from a thread'
