@@ -171,8 +171,7 @@ class Connection(ConnectionBase):
         password = self.get_option('password') or None
         mechanism = self._password_mechanism()
         provider = self.get_option('pkcs11_provider')
-        args, identity_file = self._ssh_args(password, mechanism, provider,
-                                             timeout)
+        args = self._ssh_args(password, mechanism, provider, timeout)
         if mechanism == 'disable':
             password = None
         port = self.get_option('port')
@@ -181,7 +180,6 @@ class Connection(ConnectionBase):
             'hostname': self._hostname(),
             'port': int(port) if port else None,
             'username': self.get_option('remote_user'),
-            'identity_file': identity_file,
             'password': password,
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
@@ -205,8 +203,8 @@ class Connection(ConnectionBase):
 
     def _ssh_args(self, password: Optional[str], mechanism: str,
                   provider: Optional[str],
-                  timeout: int) -> tuple[list[str], Optional[str]]:
-        """ssh's options, and the key file it is to offer (none when the
+                  timeout: int) -> list[str]:
+        """ssh's options, the key file to offer among them (none when the
         key is in the agent).  Each option where vanilla puts it: ssh takes
         an option's first value, so one in ssh_args wins over ours, ours
         over one in the common or extra args.  (2.18's ssh plugin has no
@@ -225,13 +223,19 @@ class Connection(ConnectionBase):
             args += ['-o', 'IdentitiesOnly=yes',
                      '-o', 'IdentityFile="%s"' % agent_key]
             identity_file = None
+        elif identity_file:
+            # As vanilla, an option rather than -i: ssh then says nothing
+            # of a key file that is not there (with -i it warns, and the
+            # warning joined an unreachable host's message).
+            args += ['-o', 'IdentityFile="%s"'
+                     % os.path.expanduser(identity_file)]
         args += ['-o', 'ConnectTimeout=%d' % timeout]
         for option in ('ssh_common_args', 'ssh_extra_args'):
             args += _split_args(self.get_option(option) or '')
         if password and mechanism == 'ssh_askpass':
             # As vanilla's askpass: one prompt, then ssh's own refusal.
             args += ['-o', 'NumberOfPasswordPrompts=1']
-        return args, identity_file
+        return args
 
     def _agent_key(self) -> Optional[str]:
         """2.19+: a ``private_key`` (the key's text) goes into the ssh agent

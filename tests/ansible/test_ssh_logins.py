@@ -101,6 +101,10 @@ UNREACHABLE_AS = {
     'key refused': lambda server, inv, tmp_path, keep: inv.replace(
         'ansible_ssh_private_key_file=%s' % server.client_key,
         'ansible_ssh_private_key_file=%s' % _stranger_key(tmp_path)),
+    # With -i, ssh warned of it, and the warning joined the message.
+    'key file missing': lambda server, inv, tmp_path, keep: inv.replace(
+        'ansible_ssh_private_key_file=%s' % server.client_key,
+        'ansible_ssh_private_key_file=/nonexistent/key'),
     'host key changed': _another_host_key,
     'no banner': _no_banner,
 }
