@@ -801,12 +801,17 @@ def _read_through_become(proc, fds, seen, type_in, pattern, password,
             fresh[fd] += data
             if success and success in seen[fd]:
                 return
-            if pattern and pattern.search(fresh[fd]):
+            found = pattern and pattern.search(fresh[fd])
+            if found:
                 if answered or password is None:
                     _kill(proc)
                     return
                 type_in(password + b'\n')
                 answered = True
+                # Vanilla's ssh plugin leaves the prompt's line out of
+                # the output: what follows the answer is the command's.
+                at = len(seen[fd]) - len(fresh[fd]) + found.start()
+                seen[fd] = seen[fd][:seen[fd].rfind(b'\n', 0, at) + 1]
                 fresh = dict((f, b'') for f in fds)
                 deadline = time.time() + timeout
 

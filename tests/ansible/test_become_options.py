@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
+from typing import Iterator
 
 import pytest
 
@@ -236,3 +238,45 @@ def test_sudo_flags_that_run_a_shell_are_told_apart(ansible_bin):
     said = json.loads(run_probe(ansible_bin, SUDO_RUNS_A_SHELL,
                                 json.dumps(flags)))
     assert dict(zip(flags, said)) == FLAGS_AND_SHELLS
+
+
+SU_TO_NOLOGIN = """
+- hosts: targets
+  gather_facts: false
+  become: true
+  become_method: su
+  become_user: %(user)s
+  vars: {ansible_become_password: %(password)s}
+  tasks:
+    - name: raw as an account that may not log in
+      raw: id -un
+      ignore_errors: true
+"""
+
+
+@pytest.fixture
+def nologin_account() -> Iterator[tuple[str, str]]:
+    """An account whose shell is nologin, with a password su asks for."""
+    name, password = 'plasmid-nl%d' % (os.getpid() % 100000), 'nl-Secret-42'
+    subprocess.check_call(['useradd', '-M', '-s', '/usr/sbin/nologin', name])
+    try:
+        subprocess.run(['chpasswd'], input='%s:%s\n' % (name, password),
+                       text=True, check=True)
+        yield name, password
+    finally:
+        subprocess.call(['userdel', name])
+
+
+def test_su_prompt_stays_out_of_the_output_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, nologin_account):
+    """su asks, we answer, and its account's shell refuses: vanilla's
+    output holds what came after the prompt, ours held the prompt too."""
+    user, password = nologin_account
+    book = SU_TO_NOLOGIN % {'user': user, 'password': password}
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, book, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, book, inv, True)
+    assert_same(vanilla, ours)
+    result = ours.by_task()[('t1', 'raw as an account that may not log in')]
+    assert 'currently not available' in result['result']['stdout'], result
+    assert 'Password' not in result['result']['stdout'], result
