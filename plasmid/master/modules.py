@@ -45,6 +45,7 @@ import zlib
 from typing import Optional, Sequence
 
 from plasmid.core.context import MAIN_ALIAS
+from plasmid.core.errors import StreamError
 from plasmid.core.importer import ModuleEntry
 from plasmid.core.resources import DISTRIBUTIONS
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
@@ -769,7 +770,16 @@ class ModuleResponder:
         self.counts.setdefault(child, collections.Counter())[entry.name] += 1
         wire = ModuleEntry(entry.name, entry.is_pkg, self._compressed(entry),
                            entry.filename, code=code, **fields)
-        self.router.send_value(child, LOAD_MODULE, wire.to_wire())
+        try:
+            self.router.send_value(child, LOAD_MODULE, wire.to_wire())
+        except StreamError as exc:
+            # Too large for one message: the import waits for an answer,
+            # so it gets one that says why (it waited for ever).
+            refused = _unsent(entry.name, 'is too large to send: %s (raise '
+                              "the Router's max_message_size)" % exc)
+            self.router.send_value(child, LOAD_MODULE, ModuleEntry(
+                refused.name, False, None, refused.filename,
+                **fields).to_wire())
 
     # -------------------------- code for intermediaries, once compiled
 

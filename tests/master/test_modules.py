@@ -260,6 +260,23 @@ def test_no_package_data_from_a_namespace_package(tmp_path) -> None:
             ('missing', None)
 
 
+def test_a_module_too_large_to_send_fails_its_import_not_the_context(
+        tmp_path) -> None:
+    """The master could not send it (one message over max_message_size)
+    and answered nothing: the import, and the call, waited for ever."""
+    root = str(tmp_path)
+    with open(os.path.join(root, 'plasmid_huge_module.py'), 'w') as handle:
+        handle.write('BLOB = %r\n' % os.urandom(1 << 20))  # 1.4 MB packed
+    with on_master_path(root, 'plasmid_huge_module'), \
+            plasmid.Router(max_message_size=1 << 20) as router:
+        ctx = router.local()
+        with pytest.raises(plasmid.CallError, match='plasmid_huge_module is '
+                           'too large to send: a message of'):
+            ctx.call_async(import_fns.import_facts,
+                           'plasmid_huge_module').result(timeout=60)
+        assert ctx.call(os.getpid) == ctx.info['pid']
+
+
 def test_package_data_symlinks(responder, tree: str) -> None:
     data = os.path.join(tree, 'imptree', 'data')
     os.symlink('/etc/passwd', os.path.join(data, 'escape_file'))
