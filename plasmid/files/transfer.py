@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Union
 
 from plasmid.core.compat import bytes_from_wire
 from plasmid.core.context import Context, Future
-from plasmid.core.errors import Error
+from plasmid.core.errors import Error, TimeoutError
 from plasmid.files import remote
 
 Path = Union[str, 'os.PathLike[str]']
@@ -88,8 +88,8 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
         try:
             size = sender.send_all(first, source, chunk_size)
             return sender.finish(mode, size)
-        except BaseException:
-            sender.abandon()
+        except BaseException as exc:
+            sender.abandon(exc)
             raise
 
 
@@ -226,12 +226,20 @@ class _Sender:
             self.unanswered.popleft().result(self.timeout)
         return committed.result(self.timeout)
 
-    def abandon(self) -> None:
-        """Remove the temporary file, if the context is still there; no
-        longer waited for than a chunk."""
+    def abandon(self, why: BaseException) -> None:
+        """Remove the temporary file, if the context is still there.
+        After a failure, waited for no longer than a chunk; after a
+        timeout or an interrupt (Ctrl-C) not at all: the context stopped
+        answering, and waiting again doubled the timeout or, without one,
+        kept an interrupted put from returning until the context woke.
+        The removal then follows the writes when it does."""
         try:
-            self.context.call_async(remote.discard, self.temp).result(
-                self.timeout)
+            if isinstance(why, TimeoutError) or \
+                    not isinstance(why, Exception):
+                self.context.call_no_reply(remote.discard, self.temp)
+            else:
+                self.context.call_async(remote.discard, self.temp).result(
+                    self.timeout)
         except Exception:  # the context is gone, or cannot: nothing to do
             pass
 

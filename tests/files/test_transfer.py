@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import time
 from typing import Any, Iterator
 
@@ -324,3 +326,47 @@ def test_a_file_is_written_as_the_contexts_account(router, tmp_path) -> None:
         assert leftovers(shared) == [] and leftovers(open_dir) == []
     finally:
         shutil.rmtree(shared)
+
+
+INTERRUPTED_PUT = r'''
+import os, signal, sys, threading, time
+import plasmid
+source, there = sys.argv[1], sys.argv[2]
+with plasmid.Router() as router:
+    ctx = router.local()
+    pid = ctx.info['pid']
+    os.kill(pid, signal.SIGSTOP)
+    # If the put waited for the stopped context, it wakes it after 30 s
+    # (so this script ends either way) and the state read below says so.
+    for delay, target, signum in ((30, pid, signal.SIGCONT),
+                                  (0.5, os.getpid(), signal.SIGINT)):
+        timer = threading.Timer(delay, os.kill, (target, signum))
+        timer.daemon = True
+        timer.start()
+    try:
+        plasmid.put_file(ctx, source, there, chunk_size=4096)
+        print('not interrupted')
+    except KeyboardInterrupt:
+        with open('/proc/%d/stat' % pid) as handle:
+            print('interrupted; context state', handle.read().split()[2])
+    os.kill(pid, signal.SIGCONT)
+    ctx.call(os.getpid)  # after the removal the put left queued
+    print('left', sorted(os.listdir(os.path.dirname(there))))
+'''
+
+
+def test_an_interrupted_put_to_a_context_that_does_not_answer_returns(
+        tmp_path) -> None:
+    """Ctrl-C in a put without timeout to a stopped context: its clean-up
+    waited for the context's answer, so the interrupt did not return
+    until the context woke; now the removal is sent, not waited for."""
+    from testbed.procs import interruptible
+    (tmp_path / 'source').write_bytes(os.urandom(16 * 4096))
+    (tmp_path / 'dest').mkdir()
+    done = subprocess.run(
+        [sys.executable, '-c', INTERRUPTED_PUT, str(tmp_path / 'source'),
+         str(tmp_path / 'dest' / 'file')], capture_output=True, text=True,
+        timeout=120, preexec_fn=interruptible)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        'interrupted; context state T', 'left []'], done.stdout
