@@ -167,13 +167,13 @@ BECOME_LIKE = ('[ -t 0 ] && stty -echo; printf "Secret: " >&2; read answer; '
                '[ -t 0 ] && stty echo; echo >&2; [ "$answer" = right ] || '
                '{ printf "Secret: " >&2; sleep 30; }; echo MARKER; '
                '[ -t 0 ] || cat; echo "ran as asked"')
-# What it gives, by password and whether it ran on a terminal.
+# What it gives, by password and whether it ran on a terminal: the line of
+# the prompt answered left out, as vanilla's ssh plugin leaves it out.
 BECOME_LIKE_SAYS = {
-    (b'right', True): (0, b'Secret: \r\nMARKER\r\nran as asked\r\n', b''),
-    (b'wrong', True): (-9, b'Secret: \r\nSecret: ', b''),
-    (b'right', False): (0, b'MARKER\nthe input\nran as asked\n',
-                        b'Secret: \n'),
-    (b'wrong', False): (-9, b'', b'Secret: \nSecret: '),
+    (b'right', True): (0, b'\r\nMARKER\r\nran as asked\r\n', b''),
+    (b'wrong', True): (-9, b'\r\nSecret: ', b''),
+    (b'right', False): (0, b'MARKER\nthe input\nran as asked\n', b'\n'),
+    (b'wrong', False): (-9, b'', b'\nSecret: '),
 }
 
 
