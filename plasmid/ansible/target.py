@@ -243,9 +243,11 @@ def run_module(digest, job, hold_above=None):
 # What /bin/sh (dash) says of a command a signal killed, where this Python
 # cannot ask the C library (os.strsignal, 3.8+); nothing for SIGINT and
 # SIGPIPE, as dash.
-_SIGNAL_WORDS = {signal.SIGKILL: 'Killed', signal.SIGSEGV: 'Segmentation fault',
+_SIGNAL_WORDS = {signal.SIGKILL: 'Killed',
+                 signal.SIGSEGV: 'Segmentation fault',
                  signal.SIGABRT: 'Aborted', signal.SIGTERM: 'Terminated',
-                 signal.SIGBUS: 'Bus error', signal.SIGILL: 'Illegal instruction',
+                 signal.SIGBUS: 'Bus error',
+                 signal.SIGILL: 'Illegal instruction',
                  signal.SIGFPE: 'Floating point exception'}
 
 

@@ -146,8 +146,9 @@ def make_room_for_descriptors(highest):
     Each context started from here holds four descriptors (three pipes and
     the pidfd spawn.ExitWatch opens), and the usual soft limit of 1024
     (kept low for the sake of select(), which plasmid does not use) would
-    otherwise stop a master at about 250 contexts.  Descriptors are handed out lowest first, so the newest
-    one's number tells how many are open.
+    otherwise stop a master at about 250 contexts.  Descriptors are
+    handed out lowest first, so the newest one's number tells how many
+    are open.
     """
     if resource is None:
         return False

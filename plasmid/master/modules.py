@@ -42,7 +42,7 @@ import tokenize
 import types
 import zipimport
 import zlib
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.errors import StreamError
@@ -253,11 +253,12 @@ def _namespace_spec(fullname: str, locations: list[str]):
     return spec
 
 
-def _unsent(fullname: str, why: str) -> ModuleEntry:
+def _unsent(fullname: str, why: str, **fields: Any) -> ModuleEntry:
     """The answer for a module the master has but will not send: absent,
     with the reason in place of a file name, which the context raises as
     ModuleNotFoundError (instead of a bare "No module named ...")."""
-    return ModuleEntry(fullname, False, None, '%s %s' % (fullname, why))
+    return ModuleEntry(fullname, False, None, '%s %s' % (fullname, why),
+                       **fields)
 
 
 def _without_source(fullname: str, spec) -> Optional[ModuleEntry]:
@@ -776,10 +777,9 @@ class ModuleResponder:
             # Too large for one message: the import waits for an answer,
             # so it gets one that says why (it waited for ever).
             refused = _unsent(entry.name, 'is too large to send: %s (raise '
-                              "the Router's max_message_size)" % exc)
-            self.router.send_value(child, LOAD_MODULE, ModuleEntry(
-                refused.name, False, None, refused.filename,
-                **fields).to_wire())
+                              "the Router's max_message_size)" % exc,
+                              **fields)
+            self.router.send_value(child, LOAD_MODULE, refused.to_wire())
 
     # -------------------------- code for intermediaries, once compiled
 
