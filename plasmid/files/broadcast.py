@@ -15,15 +15,16 @@ into place once whole; a target that fails does not stop the others.
 from __future__ import annotations
 
 import os
+import time
 from collections import deque
 from typing import Dict, Iterable, List, Optional
 
 from plasmid.core.context import Context, Future
 from plasmid.files import relay
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Path,
-                                    check_arguments, chunk_within_budget,
-                                    remote_path_of, temp_beside,
-                                    unique_contexts)
+                                    answer_by, check_arguments,
+                                    chunk_within_budget, remote_path_of,
+                                    temp_beside, unique_contexts)
 
 Node = list  # [context, here, below]: see plasmid.files.relay
 
@@ -116,7 +117,12 @@ def _without_passages(node: Node) -> Node:
 
 class _Fanout:
     """Each step as one call per root, at most *window* unanswered per
-    root; the failures met, the first for each target."""
+    root; the failures met, the first for each target.
+
+    The master waits for its roots in rounds (an answer from each) and
+    counts each wait from the round's start, so stalled roots' waits
+    overlap as their steps do: counted from each wait's own start, after
+    the one before it gave up, N stalled roots took N times the timeout."""
 
     def __init__(self, roots: List[Node], temp: str, window: int,
                  timeout: Optional[float]) -> None:
@@ -142,9 +148,10 @@ class _Fanout:
         return offset
 
     def send(self, step: str, args: list) -> None:
+        since = time.monotonic()  # a round, for the roots whose window is full
         for root, calls in self.unanswered:
             if len(calls) >= self.window:
-                self._collect(root, calls.popleft())
+                self._collect(root, calls.popleft(), since)
             if id(root) in self.gone:
                 continue
             try:
@@ -155,17 +162,23 @@ class _Fanout:
                 self._fail_all(root, exc)
 
     def drain(self) -> None:
-        for root, calls in self.unanswered:
-            while calls:
-                self._collect(root, calls.popleft())
+        """Collect every answer, a round at a time: the oldest of each
+        root's."""
+        while any(calls for _, calls in self.unanswered):
+            since = time.monotonic()
+            for root, calls in self.unanswered:
+                if calls:
+                    self._collect(root, calls.popleft(), since)
 
-    def _collect(self, root: Node, call: Future) -> None:
+    def _collect(self, root: Node, call: Future, since: float) -> None:
+        """*root*'s answer to *call*, waited for until its time, counted
+        from *since* (its round's start), runs out; or its targets fail."""
         if id(root) in self.gone:
             return  # given up on: its answers are no longer awaited
         wait = self.timeout and self.timeout * (
             relay.height_below(root[2]) + 1)  # as the root waits, and a level
         try:
-            failed = call.result(wait)
+            failed = answer_by(call, wait and since + wait, wait)
         except Exception as exc:  # lost, or late: TimeoutError
             self._fail_all(root, exc)
             return

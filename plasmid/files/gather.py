@@ -15,8 +15,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Union
 from plasmid.core.context import Context
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Fetch,
                                     Path, check_arguments,
-                                    chunk_within_budget, remote_path_of,
-                                    unique_contexts)
+                                    chunk_within_budget, deadline_after,
+                                    remote_path_of, unique_contexts)
 
 Destination = Union[Path, Callable[[Context], Path]]
 
@@ -52,7 +52,7 @@ def gather_file(contexts: Iterable[Context], remote_path: Path,
                                          window, timeout)
             except Exception as exc:  # a context lost refuses calls
                 failures[context] = exc
-        copied = _take_turns(fetches, failures)
+        copied = _take_turns(fetches, failures, timeout)
     except BaseException:
         for fetch in fetches.values():
             fetch.abandon()
@@ -64,14 +64,21 @@ def gather_file(contexts: Iterable[Context], remote_path: Path,
 
 
 def _take_turns(fetches: Dict[Context, Fetch],
-                failures: Dict[Context, BaseException]) -> Dict[Context, int]:
+                failures: Dict[Context, BaseException],
+                timeout: Optional[float]) -> Dict[Context, int]:
     """A chunk of each fetch in turn until all ended; their sizes.  A
-    fetch that fails moves to *failures*, without its temporary file."""
+    fetch that fails moves to *failures*, without its temporary file.
+
+    Every answer of a turn is due *timeout* after the turn's start: the
+    contexts read side by side, so their waits overlap (counted from each
+    wait's own start, after the one before it gave up, N stalled contexts
+    took N times *timeout*)."""
     copied: Dict[Context, int] = {}
     while fetches:
+        deadline = deadline_after(timeout)
         for context, fetch in list(fetches.items()):
             try:
-                done = fetch.step()
+                done = fetch.step(deadline)
             except Exception as exc:
                 fetch.abandon()
                 failures[context] = exc

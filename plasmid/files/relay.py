@@ -42,7 +42,8 @@ def run(step, args, here, below, timeout=None):
     gives up first and answers in time; a branch that does not fails
     with :class:`plasmid.TimeoutError` and is sent only a discard."""
     given_up = _GIVEN_UP.setdefault(args[0], set())
-    deadline = timeout and time.time() + timeout * height_below(below)
+    wait = timeout and timeout * height_below(below)
+    deadline = timeout and time.time() + wait
     started = [(node, _start(node, step, args, timeout)) for node in below
                if node[0].context_id not in given_up]
     failures = []
@@ -52,7 +53,8 @@ def run(step, args, here, below, timeout=None):
         except Exception as exc:
             failures.append([None, error_for(exc)])
     for node, call in started:
-        failures.extend(collect(node, call, deadline, given_up, args[0]))
+        failures.extend(collect(node, call, deadline, wait, given_up,
+                                args[0]))
     if step in LAST_STEPS:
         del _GIVEN_UP[args[0]]
     return failures
@@ -77,18 +79,20 @@ def _start(node, step, args, timeout):
         return sendable(exc)
 
 
-def collect(node, call, deadline, given_up, temp):
+def collect(node, call, deadline, wait, given_up, temp):
     """*node*'s failures, naming the context of each: all of its targets
     when the call itself failed (a context on the way was lost, or did
-    not answer before *deadline*)."""
+    not answer before *deadline*, *wait* seconds from the start)."""
     if not isinstance(call, Exception):
         try:
             return [[node[0] if who is None else who, error]
                     for who, error in call.result(_left(deadline))]
-        except TimeoutError as exc:
+        except TimeoutError:
             given_up.add(node[0].context_id)
             discard_later(node, temp)
-            call = exc
+            # The branches share the deadline: one waited for after
+            # another gave up had a moment left, which its error would name.
+            call = TimeoutError('no result within %.3gs' % wait)
         except Exception as exc:
             call = sendable(exc)
     return [[target, call] for target in targets(node)]

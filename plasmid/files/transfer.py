@@ -14,6 +14,7 @@ one, never part of one; a copy that fails removes its temporary file.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections import deque
 from typing import Dict, Iterable, List, Optional, Union
@@ -108,7 +109,7 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     fetch = Fetch(context, remote_path, os.fspath(local_path), chunk_size,
                   window, timeout)
     try:
-        while not fetch.step():
+        while not fetch.step(deadline_after(timeout)):
             pass
     except BaseException:
         fetch.abandon()
@@ -173,6 +174,27 @@ def chunk_within_budget(chunk_size: int, held: int) -> int:
     """*chunk_size*, or less so that *held* chunks at once stay within
     MEMORY_BUDGET (not below MIN_CHUNK)."""
     return min(chunk_size, max(MIN_CHUNK, MEMORY_BUDGET // held))
+
+
+def deadline_after(timeout: Optional[float]) -> Optional[float]:
+    """The moment *timeout* seconds from now (``time.monotonic``), or None
+    for no timeout: what a copy's waits that run side by side share."""
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def answer_by(call: Future, deadline: Optional[float],
+              timeout: Optional[float]):
+    """*call*'s result, waited for until *deadline* (None: for ever).
+    Waits that share a deadline run one after the other here, so the
+    later ones may have only a moment left: an answer already here still
+    counts, and one that is not fails naming *timeout*, the time it had,
+    not that moment."""
+    if deadline is None:
+        return call.result()
+    try:
+        return call.result(max(deadline - time.monotonic(), 0.001))
+    except TimeoutError:
+        raise TimeoutError('no result within %.3gs' % timeout) from None
 
 
 def temp_beside(path: str) -> str:
@@ -267,10 +289,12 @@ class _Reader:
                 remote.read, self.path, self.offset, self.chunk_size))
             self.offset += self.chunk_size
 
-    def next_chunk(self) -> bytes:
+    def next_chunk(self, deadline: Optional[float]) -> bytes:
+        """The next chunk, waited for until *deadline*."""
         self.ask()
         # A Python 2 context's bytes are its str: they come as text.
-        chunk = bytes_from_wire(self.asked.popleft().result(self.timeout))
+        chunk = bytes_from_wire(answer_by(self.asked.popleft(), deadline,
+                                          self.timeout))
         if len(chunk) < self.chunk_size:
             # The reads after it went past the end (or found a file that
             # grew): not waited for, as the last was sent as the chunk
@@ -298,9 +322,10 @@ class Fetch:
         self.size = 0
         self.reads.ask()  # many fetches: all of them reading at once
 
-    def step(self) -> bool:
-        """Write the next chunk; True once the file is in place."""
-        chunk = self.reads.next_chunk()
+    def step(self, deadline: Optional[float]) -> bool:
+        """Write the next chunk, its answer waited for until *deadline*
+        (see :func:`deadline_after`); True once the file is in place."""
+        chunk = self.reads.next_chunk(deadline)
         if self.out is None:
             try:
                 self.out = open(self.temp, 'xb')

@@ -3,7 +3,9 @@ it once, each target getting it whole or keeping what it had, and the
 failures of some not stopping the others."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from typing import Iterator
 
@@ -33,6 +35,19 @@ def working_in(context: plasmid.Context, directory) -> plasmid.Context:
 
 def leftovers(directory) -> list[str]:
     return [name for name in os.listdir(directory) if '.plasmid-' in name]
+
+
+@contextlib.contextmanager
+def stopped(contexts: list[plasmid.Context]) -> Iterator[None]:
+    """*contexts* stopped (SIGSTOP) for the block, woken after it."""
+    pids = [context.info['pid'] for context in contexts]
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def test_each_link_carries_the_file_once(router, tmp_path) -> None:
@@ -175,6 +190,52 @@ def test_a_target_that_does_not_answer_fails_alone(router, tmp_path,
         nap.result()
         context.call(os.getpid)  # after the steps queued before it
         assert os.listdir(tmp_path / directory) == []
+
+
+@pytest.mark.parametrize('size', [100, 3 * CHUNK + 1])
+def test_stopped_targets_wait_out_one_timeout_together(router, tmp_path,
+                                                       size) -> None:
+    """Three stopped targets, and two behind an intermediary beside a
+    running one, fail with TimeoutError naming the time they had; the
+    running targets get the file, and the call returns before twice the
+    timeout: the waits overlap.  Before, each stopped root was waited for
+    the whole timeout after the one before it gave up (three times it),
+    and the second stopped branch's error named the moment left to it."""
+    timeout = 2
+    frozen = [working_in(router.local(name='stopped %d' % i),
+                         tmp_path / str(i)) for i in range(3)]
+    middle = router.local(name='middle')
+    frozen_below = [working_in(router.local(via=middle, name='below %d' % i),
+                               tmp_path / ('b%d' % i)) for i in range(2)]
+    running = [working_in(router.local(via=middle, name='fine'),
+                          tmp_path / 'fine'),
+               working_in(router.local(name='fine too'),
+                          tmp_path / 'fine too')]
+    data = os.urandom(size)
+    (tmp_path / 'source').write_bytes(data)
+    with stopped(frozen + frozen_below):
+        started = time.monotonic()
+        with pytest.raises(plasmid.CopyFailures) as caught:
+            plasmid.broadcast_file(frozen + frozen_below + running,
+                                   tmp_path / 'source', 'copy',
+                                   chunk_size=CHUNK, timeout=timeout)
+        took = time.monotonic() - started
+    assert took < 2 * timeout
+    failures = caught.value.failures
+    assert all(isinstance(error, plasmid.TimeoutError)
+               for error in failures.values())
+    assert {context.name: str(error) for context, error in
+            failures.items()} == {context.name: 'no result within 2s'
+                                  for context in frozen + frozen_below}
+    assert caught.value.copied == {context: size for context in running}
+    for name in 'fine', 'fine too':
+        assert (tmp_path / name / 'copy').read_bytes() == data
+    for context in frozen + frozen_below:
+        context.call(os.getpid)  # after the steps queued before it
+    for i in range(3):  # a whole file of one step may appear: never a part
+        assert leftovers(tmp_path / str(i)) == []
+    for i in range(2):
+        assert leftovers(tmp_path / ('b%d' % i)) == []
 
 
 def test_the_plan_leaves_out_contexts_that_only_pass_a_copy_on(

@@ -3,7 +3,9 @@ local file of its own, all of them reading at once; the failures of some
 do not stop the others."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from typing import Iterator
 
@@ -32,6 +34,19 @@ def serving(context: plasmid.Context, directory, data: bytes):
 
 def leftovers(directory) -> list[str]:
     return [name for name in os.listdir(directory) if '.plasmid-' in name]
+
+
+@contextlib.contextmanager
+def stopped(contexts: list[plasmid.Context]) -> Iterator[None]:
+    """*contexts* stopped (SIGSTOP) for the block, woken after it."""
+    pids = [context.info['pid'] for context in contexts]
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def test_each_file_lands_in_a_file_of_its_own(router, tmp_path) -> None:
@@ -100,6 +115,35 @@ def test_the_failures_of_some_leave_the_others_whole(router, tmp_path,
         assert (tmp_path / 'here' / context.name).read_bytes() == \
             (tmp_path / str(i) / 'data').read_bytes()
     nap.result()
+
+
+def test_stopped_contexts_wait_out_one_timeout_together(router,
+                                                        tmp_path) -> None:
+    """Three stopped contexts fail with TimeoutError naming the timeout,
+    the running one's file is in place, and the call returns before twice
+    the timeout: their waits overlap.  Before, each was waited for the
+    whole timeout after the one before it gave up: three times it."""
+    timeout = 2
+    frozen = [serving(router.local(name='stopped %d' % i), tmp_path / str(i),
+                      b'x') for i in range(3)]
+    running = serving(router.local(name='running'), tmp_path / 'r', b'data')
+    (tmp_path / 'here').mkdir()
+    with stopped(frozen):
+        started = time.monotonic()
+        with pytest.raises(plasmid.CopyFailures) as caught:
+            plasmid.gather_file(frozen + [running], 'data',
+                                tmp_path / 'here' / '{name}',
+                                timeout=timeout)
+        took = time.monotonic() - started
+    assert took < 2 * timeout
+    failures = caught.value.failures
+    assert list(failures) == frozen
+    assert all(isinstance(error, plasmid.TimeoutError)
+               for error in failures.values())
+    assert [str(error) for error in failures.values()] == \
+        ['no result within 2s'] * 3
+    assert caught.value.copied == {running: 4}
+    assert os.listdir(tmp_path / 'here') == ['running']
 
 
 def test_two_contexts_to_one_path_are_refused_before_anything_moves(
