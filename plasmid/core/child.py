@@ -67,16 +67,8 @@ class ChildContext(object):
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.close(null)
-        # A fork of this context (a call's os.fork, multiprocessing) lets
-        # go of its links to the parent and to the children it started
-        # (not of those closed: their fd numbers may be anyone's now),
-        # which it would keep open while it lives, hiding this context's
-        # exit: /dev/null (fd 0) in their place keeps the fd numbers the
-        # streams hold taken.  Python 3.7+ (before: dict, a function that
-        # takes the keyword and does nothing).
-        getattr(os, 'register_at_fork', dict)(after_in_child=lambda: [
-            os.dup2(0, fd) for s in self.children + [self.parent]
-            if not s.closed for fd in (s.rfd, s.wfd)])
+        getattr(os, 'register_at_fork', dict)(  # Python 3.7+ (else a no-op)
+            after_in_child=self._after_fork)
         self.config, reader = read_boot(self.rfd, boot_frame)
         reader.max_message = self.config['max_message']
         self.loop = Loop()
@@ -92,6 +84,27 @@ class ChildContext(object):
         self.importer = Importer(self.router, self.config['master_version'])
         self.stopping = False
         self.children = []  # streams of processes this context started
+
+    def _after_fork(self):
+        # A fork of this context (a call's os.fork, multiprocessing) has no
+        # link.  It lets go of the links to the parent and the children
+        # (not of those closed: their fd numbers may be anyone's now),
+        # which it would hold open while it lives, hiding this context's
+        # exit: /dev/null (fd 0) keeps their fd numbers taken.  Marked
+        # closed, they fail its calls (ContextLost) and imports at once.
+        # A fresh loop keeps it off the context's pipes and wake-ups (its
+        # owner may be a thread the fork lacks); its output goes to fds 1
+        # and 2, which the context reads and forwards.
+        for s in self.children + [self.parent]:
+            if not s.closed:
+                s.closed = True
+                os.dup2(0, s.rfd)
+                os.dup2(0, s.wfd)
+        os.close(self.loop.wake_r)
+        os.close(self.loop.wake_w)
+        self.loop.__init__()
+        sys.stdout = os.fdopen(os.dup(1), 'w', 1)
+        sys.stderr = os.fdopen(os.dup(2), 'w', 1)
 
     def context_for(self, context_id, name):
         """Context handles decoded here all share one router."""

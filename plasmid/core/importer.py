@@ -436,7 +436,9 @@ class Importer(object):
     # ------------------------------------------------- PEP 302 / PEP 451
 
     def _entry_for(self, fullname):
-        if self.router.parent is None or _probe_of_own_stdlib(fullname):
+        parent = self.router.parent
+        # A closed parent: a fork (child.py), which cannot ask.
+        if parent is None or parent.closed or _probe_of_own_stdlib(fullname):
             return None
         chain, importing = _import_chain(fullname)
         entry = self.fetch_blocking(fullname, chain)

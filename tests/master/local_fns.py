@@ -7,6 +7,7 @@ from __future__ import print_function
 
 import logging
 import os
+import select
 import sys
 import time
 
@@ -254,3 +255,43 @@ def forge_del_route(dst, victims):
     from plasmid.core.router import DEL_ROUTE
     child.current.router.send_value(dst, DEL_ROUTE,
                                     (list(victims), 'forged'))
+
+
+def fork_and_try(what, other, pause):
+    """Sleep *pause* seconds (the standby thread owns the loop by then),
+    fork, and in the fork try what needs the context's link: 'call' the
+    context *other*, 'import' a module only the master has, or 'print'.
+    Return what the fork wrote down ('' if it ended saying nothing, None
+    if it said nothing within 10 s: then it is killed)."""
+    time.sleep(pause)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the fork
+        os.close(r)
+        try:
+            if what == 'call':
+                outcome = 'answered %r' % (other.call(os.getpid),)
+            elif what == 'import':
+                import fetched_late
+                outcome = fetched_late.VALUE
+            else:
+                print('printed by fork %d' % os.getpid())
+                sys.stdout.flush()
+                outcome = 'printed'
+        except BaseException as exc:
+            outcome = '%s: %s' % (type(exc).__name__, exc)
+        os.write(w, outcome.encode())
+        os._exit(0)
+    os.close(w)
+    try:
+        if not select.select([r], [], [], 10)[0]:
+            os.kill(pid, 9)
+            return None
+        return os.read(r, 4096).decode()
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+
+
+def import_value(name):
+    return __import__(name).VALUE

@@ -155,6 +155,35 @@ def test_a_fork_that_returns_from_a_call_exits(
     assert ctx.call(local_fns.getpid) == ctx.info['pid']
 
 
+@pytest.mark.parametrize('version', [None, '3.7', '3.13'])
+def test_a_fork_that_needs_the_link_fails_what_needs_it_and_runs_on(
+        router: plasmid.Router, version: str | None, caplog) -> None:
+    """A fork has no link: its call fails with ContextLost, its import of
+    a module only the master has with ModuleNotFoundError, and its output
+    still reaches the master (through the context's pipes).  It exited
+    silently with status 0 in the middle of its code (it took its
+    closed link for the context's), or waited for ever for a loop owned
+    by a thread it does not have (the standby's, after a pause)."""
+    caplog.set_level(logging.INFO, logger='plasmid.ctx')
+    python = version and require_python(version)
+    ctx = router.local(python_path=python, name='forking')
+    other = router.local(python_path=python)
+    for pause in (0, 0.3):
+        called = ctx.call(local_fns.fork_and_try, 'call', other, pause)
+        assert called.startswith('ContextLost: '), (pause, called)
+        imported = ctx.call(local_fns.fork_and_try, 'import', None, pause)
+        assert imported.startswith('ModuleNotFoundError: '), (pause, imported)
+        assert ctx.call(local_fns.fork_and_try, 'print', None, pause) == \
+            'printed', pause
+    printed = [r.getMessage() for r in caplog.records
+               if r.name == 'plasmid.ctx.forking']
+    assert len([m for m in printed if m.startswith('printed by fork ')]) \
+        == 2, printed
+    # The context itself still has its link.
+    assert ctx.call(local_fns.import_value, 'fetched_late') == 'fetched'
+    assert ctx.call(local_fns.getpid) == ctx.info['pid']
+
+
 def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     top = router.local(name='top')
     middle = router.local(name='middle', via=top)
