@@ -12,6 +12,7 @@ import threading
 
 from plasmid.core import compat, logger
 from plasmid.core.logger import INFO
+from plasmid.core.loop import Pausable
 from plasmid.core.router import LOG_RECORD
 
 STDOUT = 'stdout'
@@ -87,6 +88,7 @@ class OutputWriter(object):
             self.partial = rest and [rest] or []
         for line in lines:
             self.forwarder.send(self.origin, INFO, line)
+        self.forwarder.router.parent.wait_drained()
         return len(text)
 
     def writelines(self, lines):
@@ -106,7 +108,7 @@ class OutputWriter(object):
         return False
 
 
-class PipeReader(object):
+class PipeReader(Pausable):
     """Reads one captured fd pipe on the loop and forwards its lines."""
 
     def __init__(self, loop, forwarder, origin, rfd):
@@ -133,6 +135,7 @@ class PipeReader(object):
         for line in lines:
             self.forwarder.send(self.origin, INFO,
                                 line.decode('utf-8', 'replace'))
+        self.forwarder.router.parent.hold(self)
 
     def close(self):
         if self.closed:

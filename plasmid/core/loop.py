@@ -292,6 +292,21 @@ class Loop(object):
 SLEEP_SLICE = 0.05
 
 
+class Pausable(object):
+    """What the loop reads (``rfd``, ``on_readable``) that a congested
+    stream may stop reading for a while (``Stream.hold``)."""
+
+    paused = False
+
+    def pause(self, paused):
+        """Stop, or resume, reading; the loop's owner only."""
+        self.paused = paused
+        if paused:
+            self.loop.remove_reader(self.rfd)
+        elif not self.closed:
+            self.loop.add_reader(self.rfd, self.on_readable)
+
+
 class Latch(object):
     """A one-shot result that threads wait for.
 

@@ -164,6 +164,8 @@ class Router(object):
             stream = self.parent
         if stream is None or not stream.send(msg.to_bytes()):
             self._undeliverable(msg, 'no route to context %d' % msg.dst)
+        elif stream is self.parent:
+            stream.hold(msg.stream)
 
     def _deliver(self, msg):
         entry = self.handlers.get(msg.handle)

@@ -7,16 +7,21 @@ import threading
 from plasmid.core.errors import ProtocolError
 from plasmid.core.framing import FrameReader
 from plasmid.core.logger import Logger
-from plasmid.core.loop import set_cloexec, set_nonblocking
+from plasmid.core.errors import TimeoutError
+from plasmid.core.loop import Latch, Pausable, set_cloexec, set_nonblocking
 
 LOG = Logger('plasmid.stream')
 # Reads above glibc's mmap threshold (128 KiB) cost a map and an unmap
 # each; 64 KiB stays on the heap.
 READ_SIZE = 64 * 1024
 BURST_SIZE = 4 * 1024 * 1024
+# Bytes queued to a neighbour above which what feeds them (a child's
+# stream, a capture pipe, print()) waits: a flood from below, or a master
+# that reads nothing for a while, would otherwise pile up in memory.
+HIGH_WATER = 4 * 1024 * 1024
 
 
-class Stream(object):
+class Stream(Pausable):
     """Frames messages out to, and in from, one neighbour.
 
     Reading and buffered writing happen on the loop's thread; ``send()``
@@ -32,6 +37,8 @@ class Stream(object):
         self.name = name
         self.reader = reader or FrameReader(router.max_message)
         self.outbox = []
+        self.queued = 0  # bytes in the outbox
+        self.held = []  # what hold() paused
         self.lock = threading.Lock()
         self.closed = False
         self.on_close = []  # callbacks(stream) once the stream is gone
@@ -136,6 +143,7 @@ class Stream(object):
             self.bytes_out += len(data)
             if self.outbox:
                 self.outbox.append(data)
+                self.queued += len(data)
                 return True
             try:
                 written = os.write(self.wfd, data)
@@ -151,6 +159,7 @@ class Stream(object):
             # pieces of its buffer's size, and slicing would copy the
             # rest of it at every piece.
             self.outbox.append(memoryview(data)[written:])
+            self.queued += len(data) - written
         self.loop.defer(self._want_write)
         return True
 
@@ -169,11 +178,34 @@ class Stream(object):
                         return
                     self.outbox = []
                     break
+                self.queued -= written
                 if written < len(chunk):
                     self.outbox[0] = memoryview(chunk)[written:]
                     return
                 self.outbox.pop(0)
+            self.queued = 0
         self.loop.set_writer(self.wfd, None)
+        held, self.held = self.held, []
+        for source in held:
+            source.pause(False)
+
+    def hold(self, source):
+        """Having queued here what it read from *source* (a child's
+        stream, a capture pipe): stop reading it while over HIGH_WATER
+        bytes wait here (it waits in its pipe); loop's owner only."""
+        if self.queued > HIGH_WATER and not source.paused:
+            source.pause(True)
+            self.held.append(source)
+
+    def wait_drained(self):
+        """The same for a thread that queued here (print()): wait while
+        over HIGH_WATER bytes do, running the loop if nobody does."""
+        while self.queued > HIGH_WATER and not self.closed and \
+                not self.loop.owned_here():
+            try:
+                Latch(self.loop).wait(0.05)
+            except TimeoutError:
+                pass
 
     def pending_output(self):
         return sum(len(chunk) for chunk in self.outbox)

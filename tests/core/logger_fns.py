@@ -42,3 +42,39 @@ def write_bytes_to_stdout(data):
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 'written'
+
+
+def watch_queued(path, seconds):
+    """For *seconds*, in a thread, keep in file *path* the most bytes seen
+    queued on this context's link to its parent (sampled every 10 ms)."""
+    import os
+    import threading
+    import time
+    from plasmid.core import child
+    link = child.current.router.parent
+
+    def watch():
+        most = 0
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            queued = link.pending_output()
+            if queued > most:
+                most = queued
+                with open(path + '.new', 'w') as f:
+                    f.write(str(most))
+                os.rename(path + '.new', path)
+            time.sleep(0.01)
+
+    threading.Thread(target=watch).start()
+
+
+def flood(lines, through):
+    """Write *lines* lines of 1 KiB to fd 1, or through print()."""
+    import os
+    line = 'x' * 1023 + '\n'
+    for _ in range(lines):
+        if through == 'print':
+            sys.stdout.write(line)
+        else:
+            os.write(1, line.encode())
+    return lines

@@ -37,6 +37,12 @@ class FakeStream:
         self.sent: list[bytes] = []
         self.error_output = None  # no program at the other end
         self.broken = ''  # not closed for a malformed frame
+        self.held: list = []  # sources the router asked it to hold
+
+    def hold(self, source) -> None:
+        """Recorded: the real Stream stops reading *source* while it is
+        congested (tests/core/test_logs_forwarding.py)."""
+        self.held.append(source)
 
     def __repr__(self) -> str:
         return 'FakeStream(%s)' % self.name
@@ -187,8 +193,11 @@ def test_child_traffic_goes_up_and_parent_traffic_goes_down(
         child: Router) -> None:
     up = arrive(child, child.d, 0, 8, LOG_RECORD, ('stdout', 20, 'hi'))
     assert [m.to_bytes() for m in child.p.messages()] == [up.to_bytes()]
+    # Passed up: the parent's link may pause the child's if congested.
+    assert child.p.held == [child.d]
     down = arrive(child, child.p, 8, 0, CALL, ('os', 'getpid', (), {}))
     assert [m.to_bytes() for m in child.d.messages()] == [down.to_bytes()]
+    assert child.d.held == []  # never the parent's: siblings would wait
 
 
 # ----------------------------------------------------- handle policies
