@@ -17,7 +17,7 @@ from plasmid.core.dispatch import Dispatcher
 from plasmid.core.framing import FrameReader
 from plasmid.core.importer import Importer
 from plasmid.core.logger import Logger
-from plasmid.core.loop import Loop, widen_pipe
+from plasmid.core.loop import Loop, set_cloexec, widen_pipe
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN, FROM_PARENT, Router
 from plasmid.core.stream import Stream
 
@@ -64,9 +64,10 @@ class ChildContext(object):
         self.wfd = os.dup(1)
         for fd in (self.rfd, self.wfd):
             widen_pipe(fd)
-        null = os.open(os.devnull, os.O_RDWR)
-        os.dup2(null, 0)
-        os.close(null)
+        # Kept, not fd 0's copy: a call may close or reuse fd 0.
+        self.null = os.open(os.devnull, os.O_RDWR)
+        set_cloexec(self.null)
+        os.dup2(self.null, 0)
         getattr(os, 'register_at_fork', dict)(  # Python 3.7+ (else a no-op)
             after_in_child=self._after_fork)
         self.config, reader = read_boot(self.rfd, boot_frame)
@@ -90,7 +91,7 @@ class ChildContext(object):
         # link.  It lets go of the links to the parent and the children
         # (not of those closed: their fd numbers may be anyone's now),
         # which it would hold open while it lives, hiding this context's
-        # exit: /dev/null (fd 0) keeps their fd numbers taken.  Marked
+        # exit: /dev/null keeps their fd numbers taken.  Marked
         # closed, they fail its calls (ContextLost) and imports at once.
         # A fresh loop keeps it off the context's pipes and wake-ups (its
         # owner may be a thread the fork lacks); its output goes to fds 1
@@ -98,8 +99,8 @@ class ChildContext(object):
         for s in self.children + [self.parent]:
             if not s.closed:
                 s.closed = True
-                os.dup2(0, s.rfd)
-                os.dup2(0, s.wfd)
+                os.dup2(self.null, s.rfd)
+                os.dup2(self.null, s.wfd)
         os.close(self.loop.wake_r)
         os.close(self.loop.wake_w)
         self.loop.__init__()
@@ -175,10 +176,10 @@ class ChildContext(object):
             except Exception:
                 pass
         # Close our ends of fds 1 and 2 so the pipe readers see EOF once
-        # no subprocess holds them (/dev/null, fd 0, in their place), then
+        # no subprocess holds them (/dev/null in their place), then
         # let the loop drain them.
         for fd in (1, 2):
-            os.dup2(0, fd)
+            os.dup2(self.null, fd)
         self.loop.run_until(
             lambda: all(p.closed for p in self.pipes) and
             not self.parent.outbox, 1.0)

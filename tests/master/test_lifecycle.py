@@ -184,6 +184,22 @@ def test_a_fork_that_needs_the_link_fails_what_needs_it_and_runs_on(
     assert ctx.call(local_fns.getpid) == ctx.info['pid']
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_call_that_closes_fd_0_leaves_a_clean_exit(
+        router: plasmid.Router, version: str | None, caplog) -> None:
+    """The context put /dev/null over fds 1 and 2 at its exit from fd 0:
+    a call that had closed fd 0 made that exit print a traceback (EBADF),
+    and one that reopened it pointed them at the caller's file."""
+    caplog.set_level(logging.INFO, logger='plasmid.ctx')
+    python = version and require_python(version)
+    ctx = router.local(python_path=python, name='fd0')
+    ctx.call(os.close, 0)
+    ctx.shutdown(wait=True)
+    said = [r.getMessage() for r in caplog.records
+            if r.name == 'plasmid.ctx.fd0']
+    assert not any('Traceback' in m or 'Error' in m for m in said), said
+
+
 def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
     top = router.local(name='top')
     middle = router.local(name='middle', via=top)
