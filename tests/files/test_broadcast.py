@@ -3,9 +3,7 @@ it once, each target getting it whole or keeping what it had, and the
 failures of some not stopping the others."""
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import time
 from typing import Iterator
 
@@ -13,6 +11,7 @@ import pytest
 
 import plasmid
 from plasmid.files import broadcast
+from testbed.procs import stopped
 from testbed.pythons import require_python
 
 CHUNK = 64 * 1024
@@ -35,19 +34,6 @@ def working_in(context: plasmid.Context, directory) -> plasmid.Context:
 
 def leftovers(directory) -> list[str]:
     return [name for name in os.listdir(directory) if '.plasmid-' in name]
-
-
-@contextlib.contextmanager
-def stopped(contexts: list[plasmid.Context]) -> Iterator[None]:
-    """*contexts* stopped (SIGSTOP) for the block, woken after it."""
-    pids = [context.info['pid'] for context in contexts]
-    try:
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        yield
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
 
 
 def test_each_link_carries_the_file_once(router, tmp_path) -> None:

@@ -3,15 +3,14 @@ local file of its own, all of them reading at once; the failures of some
 do not stop the others."""
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import time
 from typing import Iterator
 
 import pytest
 
 import plasmid
+from testbed.procs import stopped
 from testbed.pythons import require_python
 
 CHUNK = 64 * 1024
@@ -34,19 +33,6 @@ def serving(context: plasmid.Context, directory, data: bytes):
 
 def leftovers(directory) -> list[str]:
     return [name for name in os.listdir(directory) if '.plasmid-' in name]
-
-
-@contextlib.contextmanager
-def stopped(contexts: list[plasmid.Context]) -> Iterator[None]:
-    """*contexts* stopped (SIGSTOP) for the block, woken after it."""
-    pids = [context.info['pid'] for context in contexts]
-    try:
-        for pid in pids:
-            os.kill(pid, signal.SIGSTOP)
-        yield
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
 
 
 def test_each_file_lands_in_a_file_of_its_own(router, tmp_path) -> None:

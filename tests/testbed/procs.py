@@ -7,12 +7,13 @@ start and stop it.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reaper.py")
 STOP_TIMEOUT = 10.0  # reaper needs up to its GRACE (3s) plus reaping
@@ -112,3 +113,17 @@ def pgrep(*pgrep_args: str) -> str:
                            text=True)
     assert found.returncode in (0, 1), pgrep_args  # 2: a bad pattern
     return found.stdout.strip()
+
+
+@contextlib.contextmanager
+def stopped(contexts: Iterable[Any]) -> Iterator[None]:
+    """*contexts* (plasmid contexts) stopped (SIGSTOP) for the block,
+    woken (SIGCONT) after it."""
+    pids = [context.info['pid'] for context in contexts]
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
