@@ -55,6 +55,13 @@ def forwarding_handler(logging, forwarder):
                 text = repr(record.msg)
             forwarder.send(record.name, record.levelno,
                            compat.text_from_native(text))
+            # Waits as print() does, without this handler's lock: the
+            # loop's own records must get through meanwhile.
+            self.release()
+            try:
+                forwarder.router.parent.wait_drained()
+            finally:
+                self.acquire()
 
     return ForwardingHandler()
 

@@ -149,14 +149,14 @@ def test_output_of_via_contexts(caplog: pytest.LogCaptureFixture) -> None:
         assert from_context(caplog, 'top', ('local_fns.chatter',)) == []
 
 
-@pytest.mark.parametrize('source', ['fd 1', 'print', 'a child'])
+@pytest.mark.parametrize('source', ['fd 1', 'print', 'logging', 'a child'])
 def test_a_flood_of_output_waits_while_the_master_reads_nothing(
         caplog: pytest.LogCaptureFixture, tmp_path, source: str) -> None:
     """Output that outran the master (reading nothing between calls, or a
     slow link) piled up in memory without bound: 400 MiB from a child grew
     its intermediary by ~480 MiB.  Now what feeds a link, a capture pipe,
-    print() or a child's link, waits once HIGH_WATER bytes are queued on
-    it (a child's read may add one burst); and nothing is lost."""
+    print(), logging or a child's link, waits once HIGH_WATER bytes are
+    queued on it (a child's read may add one burst); nothing is lost."""
     lines = 48 * 1024  # 48 MiB, far above HIGH_WATER
     with plasmid.Router() as router:
         top = router.local(name='flooded')
@@ -165,12 +165,14 @@ def test_a_flood_of_output_waits_while_the_master_reads_nothing(
         watched = str(tmp_path / 'most-queued')
         top.call(logger_fns.watch_queued, watched, 2.0)
         flooding = writer.call_async(logger_fns.flood, lines,
-                                     'print' if source == 'print' else 'fd')
+                                     source if source in ('print', 'logging')
+                                     else 'fd')
         time.sleep(1.5)  # the master reads nothing meanwhile
         most = int(open(watched).read())
         assert HIGH_WATER < most <= HIGH_WATER + BURST_SIZE + 2 ** 20, most
         assert flooding.result(timeout=120) == lines
+    origin = 'flood' if source == 'logging' else 'stdout'
     written = [r for r in caplog.records
                if r.name == 'plasmid.ctx.' + writer.name and
-               r.plasmid_origin == 'stdout']
+               r.plasmid_origin == origin]
     assert len(written) == lines
