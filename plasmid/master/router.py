@@ -849,13 +849,16 @@ class Router:
         return context
 
     def _on_hello(self, msg: Message) -> None:
+        boot = self.boots.pop(msg.src, None)
+        if boot is None:
+            # Taken once, as the context boots: a later one could claim
+            # another Python (so another compile helper) for its imports.
+            return
         info = msg.value()
         python = spawn.python_of(info)
         if python is not None:
             self.responder.pythons[msg.src] = python
-        boot = self.boots.pop(msg.src, None)
-        if boot is not None:
-            boot.on_hello(info)
+        boot.on_hello(info)
 
     @interrupts.whole  # no context left running, unknown to the router
     def _start_via(self, spec: dict, via: MasterContext) -> MasterContext:

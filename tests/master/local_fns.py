@@ -295,3 +295,13 @@ def fork_and_try(what, other, pause):
 
 def import_value(name):
     return __import__(name).VALUE
+
+
+def say_hello_again(version):
+    """Send this context's parent a HELLO claiming Python *version*."""
+    from plasmid.core import child
+    from plasmid.core.router import HELLO
+    context = child.current
+    context.router.send_value(context.config['parent_id'], HELLO, {
+        'pid': os.getpid(), 'version': version,
+        'executable': '/usr/bin/python2.7'})

@@ -13,6 +13,8 @@ from testbed.fds import new_since, open_files
 from testbed.interposed import interposed
 from testbed.procs import descendants
 
+import local_fns
+
 
 @pytest.mark.parametrize('threaded', [False, True])
 def test_a_start_returns_before_the_boot_answers(tmp_path, threaded) -> None:
@@ -93,3 +95,17 @@ def test_a_context_that_booted_loses_its_calls_as_context_lost() -> None:
         with pytest.raises(plasmid.ContextLost):
             ctx.call(os.getpid)
         assert ctx.boot.error is None
+
+
+def test_a_second_hello_claims_nothing() -> None:
+    """A context's HELLO says which Python it runs, which picks the
+    compile helper for its imports: a second one, sent by code running in
+    the context, changed that claim after the boot."""
+    with plasmid.Router() as router:
+        ctx = router.local()
+        claimed = router.responder.pythons[ctx.context_id]
+        assert claimed == sys.version_info[:2]
+        ctx.call(local_fns.say_hello_again, [2, 7, 18])
+        assert ctx.call(os.getpid) == ctx.info['pid']  # read after it
+        assert router.responder.pythons[ctx.context_id] == claimed
+        assert ctx.info['version'][:2] == list(claimed)
