@@ -502,16 +502,21 @@ def _run_main(main):  # pragma: no cover - in the child
 
 
 def _set_stage(out_w, err_w):  # pragma: no cover - in the child
-    """fds 0/1/2 of its own, default signals, no handlers of ours."""
+    """fds 0/1/2 of its own, signals as a fresh Python has them, no
+    handlers of ours."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     for fd in (null, out_w, err_w):
         os.close(fd)
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE,
-                   signal.SIGCHLD):
+    # As a fresh Python (vanilla's module process) has them: SIGINT
+    # raises KeyboardInterrupt, SIGPIPE is ignored (a write to a closed
+    # pipe raises BrokenPipeError, which a module may catch).
+    for signum in (signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     if sys.version_info[0] < 3:  # file objects, which take str
         sys.stdin, sys.stdout, sys.stderr = [
             os.fdopen(fd, mode) for fd, mode in ((0, 'r'), (1, 'w'),

@@ -51,6 +51,21 @@ def main():
         worker.start()
         worker.join()
         raise SystemExit(0)  # not reached: exit_json ends the process
+    if module.params['how'] == 'pipe':  # its reader gone
+        reader, writer = os.pipe()
+        os.close(reader)
+        try:
+            os.write(writer, b'x')
+        except OSError as exc:
+            module.exit_json(changed=False, how=type(exc).__name__)
+    if module.params['how'] == 'sigint':
+        import signal
+        import time
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            module.exit_json(changed=False, how='KeyboardInterrupt')
     module.exit_json(changed=False, how=module.params['how'])
 
 
@@ -77,6 +92,12 @@ CRASHES = """
       ignore_errors: true
     - name: exit_json called from a thread
       crashy: how=thread
+      ignore_errors: true
+    - name: a write to a pipe without a reader
+      crashy: how=pipe
+      ignore_errors: true
+    - name: SIGINT
+      crashy: how=sigint
       ignore_errors: true
 """
 
@@ -111,7 +132,12 @@ def test_module_crashes_read_like_vanilla(ansible_bin, ansible_account,
     threaded = results['exit_json called from a thread']
     assert threaded['status'] == 'ok', threaded
     assert threaded['result']['how'] == 'from a thread'
-    assert ours.stats['module_runs'] == 6, ours.stats
+    # Signals as in vanilla's fresh interpreter: SIGPIPE ignored (the
+    # write raises), SIGINT a KeyboardInterrupt (both killed the process).
+    assert results['a write to a pipe without a reader']['result']['how'] \
+        == 'BrokenPipeError'
+    assert results['SIGINT']['result']['how'] == 'KeyboardInterrupt'
+    assert ours.stats['module_runs'] == 8, ours.stats
 
 
 KILLED = """
