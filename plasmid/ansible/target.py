@@ -344,6 +344,7 @@ def _module_main(modules, job, stale):
     sys.meta_path[:] = _payload_finders(modules)
     _files_from_readers_on_3_9()
     _export_pwd()
+    _export_underscore()
     _export_sudo_command(job.get('sudo_command'))
     os.environ.update(job.get('env') or {})
     if 'TZ' in (job.get('env') or {}):
@@ -425,6 +426,27 @@ def _export_pwd():
         pass
 
 
+def _export_underscore():
+    """In the module process: ``_`` as vanilla's module has it."""
+    value = _vanillas_underscore(os.environ)
+    if value:
+        os.environ['_'] = value
+
+
+def _vanillas_underscore(env):
+    """``_`` for what vanilla runs through ``/bin/sh -c`` (a module, a
+    command), given this context's environment *env*; None for none.
+    The account's shell (the login's, or the one su runs) starts that
+    ``/bin/sh``: bash and zsh export ``_`` naming it, dash exports none,
+    and sudo (env_reset) and doas drop it.  This context was started by
+    ``exec python``, for which bash exports none."""
+    if '_' in env or 'SUDO_COMMAND' in env or 'DOAS_USER' in env:
+        return None
+    if os.path.basename(env.get('SHELL', '')) in ('bash', 'zsh'):
+        return '/bin/sh'
+    return None
+
+
 # sudo names at most this much of its command's arguments in SUDO_COMMAND
 # (bytes; sudo's env.c, 1.9).
 _SUDO_ARGS_KEPT = 4096
@@ -500,12 +522,16 @@ def _set_nofile(wanted):
 # -------------------------------------------------------- shell commands
 
 def _shell_environment():
-    """The environment for shell commands: this interpreter's, without
-    what Python added for itself.  Started in the C locale, Python 3.7+
+    """The environment for shell commands: this interpreter's, with
+    vanilla's ``_``, without what Python added for itself.  Started in
+    the C locale, Python 3.7+
     sets LC_CTYPE=C.UTF-8 in its own environment (PEP 538); a shell that
     sshd starts has no such variable, and messages of programs (quotes,
     translations) would differ from vanilla's."""
     env = dict(os.environ)
+    underscore = _vanillas_underscore(env)
+    if underscore:
+        env['_'] = underscore
     if 'LC_CTYPE' in env:
         try:
             with open('/proc/self/environ', 'rb') as handle:

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from runner import inventory, run_playbook
-from testbed.accounts import PASSWORD_B, USER_B
+from testbed.accounts import PASSWORD_B, USER_B, login_shell
 
 # The oldest and the newest release only in CI (conftest.py).
 pytestmark = pytest.mark.edge_releases
@@ -39,8 +39,8 @@ WAYS = {
 KINDS = {'command': 'command: env', 'raw': 'raw: env', 'module': 'env_dump:'}
 
 # What differs for reasons neither side controls: the client's port (one
-# ssh session per task under vanilla), ``_`` (set by the become user's
-# login shell, bash, for the /bin/sh vanilla's su runs).  SSH_TTY names a
+# ssh session per task under vanilla), ``_`` for raw (vanilla's login
+# shell names the command it runs; compared for the others).  SSH_TTY names a
 # terminal: compared where both have one (raw), by presence.  SUDO_COMMAND
 # (sudo's record of the command it ran) holds a random marker: compared
 # without it, but for raw, where vanilla's ssh plugin takes the line that
@@ -76,21 +76,27 @@ def _environments(run) -> dict:
     return found
 
 
+@pytest.mark.parametrize('shell', ['/bin/sh', '/bin/bash'])
 def test_the_environment_under_become_is_vanillas(
-        ansible_bin, ansible_account, sshd, tmp_path):
+        ansible_bin, ansible_account, sshd, tmp_path, shell):
+    """With the login account's shell dash or bash: bash exports ``_`` for
+    the ``/bin/sh`` that runs vanilla's module (ours lacked it)."""
     (tmp_path / 'library').mkdir()
     (tmp_path / 'library' / 'env_dump.py').write_text(MODULE)
     inv = inventory(sshd, ansible_account)
     env = {'TERM': TERM}
-    vanilla = _environments(run_playbook(ansible_bin, tmp_path, _book(), inv,
-                                         False, env))
-    ours = _environments(run_playbook(ansible_bin, tmp_path, _book(), inv,
-                                      True, env))
+    with login_shell(shell, ansible_account):
+        vanilla = _environments(run_playbook(ansible_bin, tmp_path, _book(),
+                                             inv, False, env))
+        ours = _environments(run_playbook(ansible_bin, tmp_path, _book(),
+                                          inv, True, env))
     assert set(ours) == set(vanilla)
     for task, theirs in vanilla.items():
         mine = ours[task]
         assert {k: v for k, v in mine.items() if k not in UNCOMPARED} == \
             {k: v for k, v in theirs.items() if k not in UNCOMPARED}, task
+        if not task.endswith(' raw'):
+            assert mine.get('_') == theirs.get('_'), task
         if task.endswith(' raw'):
             assert ('SSH_TTY' in mine) == ('SSH_TTY' in theirs), task
         else:
@@ -99,6 +105,13 @@ def test_the_environment_under_become_is_vanillas(
     assert vanilla['sudo module']['PWD'] == vanilla['plain module']['PWD']
     assert vanilla['su module']['TERM'] == TERM
     assert 'SSH_TTY' in vanilla['plain raw']
+    # Set by the account's shell, bash for the su account, dash (none) or
+    # bash for the login's; dropped by sudo.
+    assert vanilla['su module']['_'] == vanilla['su command']['_'] == \
+        '/bin/sh'
+    assert vanilla['plain module'].get('_') == \
+        ('/bin/sh' if shell == '/bin/bash' else None)
+    assert '_' not in vanilla['sudo module']
     assert vanilla['sudo module']['SUDO_COMMAND'].startswith(
         '/bin/sh -c echo BECOME-SUCCESS-')
     assert vanilla['sudo with environment module']['SUDO_COMMAND'] \
