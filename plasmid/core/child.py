@@ -10,6 +10,7 @@ first stage started (connect/watchdog) kills the process instead.
 from __future__ import absolute_import
 import os
 import sys
+import threading
 
 from plasmid.core import logs
 from plasmid.core.context import Context
@@ -94,9 +95,13 @@ class ChildContext(object):
         # exit: /dev/null keeps their fd numbers taken.  Marked
         # closed, they fail its calls (ContextLost) and imports at once.
         # A fresh loop keeps it off the context's pipes and wake-ups (its
-        # owner may be a thread the fork lacks); its output goes to fds 1
-        # and 2, which the context reads and forwards.
+        # owner may be a thread the fork lacks), fresh locks off those
+        # another thread held as it forked; its output goes to fds 1 and
+        # 2, which the context reads and forwards.
+        self.router.lock = threading.Lock()
+        self.importer.lock = threading.Lock()
         for s in self.children + [self.parent]:
+            s.lock = threading.Lock()
             if not s.closed:
                 s.closed = True
                 os.dup2(self.null, s.rfd)

@@ -67,6 +67,21 @@ class FrameReader(object):
         else:
             buf = data  # the usual case: parse the read straight away
         messages = []
+        try:
+            pos = self._parse(buf, messages)
+        except ProtocolError as exc:
+            # What came whole before the bad frame counts (a HELLO read
+            # together with the garbage after it).
+            exc.messages = messages
+            raise
+        if buf is self.buffer:
+            del buf[:pos]
+        elif pos < len(buf):
+            self.buffer = bytearray(buf[pos:])
+        return messages
+
+    def _parse(self, buf, messages):
+        """Append *buf*'s whole frames to *messages*; where they end."""
         pos = 0
         size = len(buf)
         header_size = HEADER.size
@@ -84,11 +99,7 @@ class FrameReader(object):
             body = bytes(buf[pos + header_size:end])
             messages.append(Message(dst, src, handle, reply_to, body))
             pos = end
-        if buf is self.buffer:
-            del buf[:pos]
-        elif pos < size:
-            self.buffer = bytearray(buf[pos:])
-        return messages
+        return pos
 
     def pending(self):
         """Bytes held back waiting for the rest of a frame."""

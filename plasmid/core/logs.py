@@ -55,13 +55,6 @@ def forwarding_handler(logging, forwarder):
                 text = repr(record.msg)
             forwarder.send(record.name, record.levelno,
                            compat.text_from_native(text))
-            # Waits as print() does, without this handler's lock: the
-            # loop's own records must get through meanwhile.
-            self.release()
-            try:
-                forwarder.router.parent.wait_drained()
-            finally:
-                self.acquire()
 
     return ForwardingHandler()
 
@@ -80,7 +73,8 @@ class OutputWriter(object):
         self.origin = origin
         self.fd = fd
         self.partial = []
-        self.lock = threading.Lock()
+        # Reentrant: a signal handler may print in the middle of a write.
+        self.lock = threading.RLock()
         self.buffer = self
 
     def write(self, text):
@@ -95,7 +89,6 @@ class OutputWriter(object):
             self.partial = rest and [rest] or []
         for line in lines:
             self.forwarder.send(self.origin, INFO, line)
-        self.forwarder.router.parent.wait_drained()
         return len(text)
 
     def writelines(self, lines):

@@ -7,17 +7,18 @@ import threading
 from plasmid.core.errors import ProtocolError
 from plasmid.core.framing import FrameReader
 from plasmid.core.logger import Logger
-from plasmid.core.errors import TimeoutError
-from plasmid.core.loop import Latch, Pausable, set_cloexec, set_nonblocking
+from plasmid.core.loop import Pausable, set_cloexec, set_nonblocking
 
 LOG = Logger('plasmid.stream')
 # Reads above glibc's mmap threshold (128 KiB) cost a map and an unmap
 # each; 64 KiB stays on the heap.
 READ_SIZE = 64 * 1024
 BURST_SIZE = 4 * 1024 * 1024
-# Bytes queued to a neighbour above which what feeds them (a child's
-# stream, a capture pipe, print()) waits: a flood from below, or a master
-# that reads nothing for a while, would otherwise pile up in memory.
+# Bytes queued to a neighbour above which what feeds them from the loop (a
+# child's stream, a capture pipe) is not read: a flood from below, or a
+# master that reads nothing for a while, would otherwise pile up in memory.
+# print() and logging are not held back: a thread waiting in them could
+# hold a lock (a logging handler's) that a callback on the loop needs.
 HIGH_WATER = 4 * 1024 * 1024
 
 
@@ -109,19 +110,21 @@ class Stream(Pausable):
         self._receive(data)
 
     def _receive(self, data):
+        error = None
         try:
             messages = self.reader.feed(data)
         except ProtocolError as exc:
-            # Said in the log, and by the contexts lost with it.
-            self.broken = 'it sent a malformed frame: %s' % exc
-            LOG.error('%r: closing: %s', self, self.broken)
-            self.close()
-            return
+            messages, error = exc.messages, exc
         for msg in messages:
             msg.stream = self
             self.router.receive(msg)
             if self.closed:
                 return
+        if error is not None:
+            # Said in the log, and by the contexts lost with it.
+            self.broken = 'it sent a malformed frame: %s' % error
+            LOG.error('%r: closing: %s', self, self.broken)
+            self.close()
 
     def end_of_input(self):
         """The neighbour's output ended: close, once a program at the other
@@ -196,16 +199,6 @@ class Stream(Pausable):
         if self.queued > HIGH_WATER and not source.paused:
             source.pause(True)
             self.held.append(source)
-
-    def wait_drained(self):
-        """The same for a thread that queued here (print()): wait while
-        over HIGH_WATER bytes do, running the loop if nobody does."""
-        while self.queued > HIGH_WATER and not self.closed and \
-                not self.loop.owned_here():
-            try:
-                Latch(self.loop).wait(0.05)
-            except TimeoutError:
-                pass
 
     def pending_output(self):
         return sum(len(chunk) for chunk in self.outbox)

@@ -68,17 +68,28 @@ def watch_queued(path, seconds):
     threading.Thread(target=watch).start()
 
 
-def flood(lines, through):
-    """Write *lines* lines of 1 KiB to fd 1, through print(), or as
-    records of logger 'flood'."""
-    import logging
+def flood(lines):
+    """Write *lines* lines of 1 KiB to fd 1, as a subprocess would."""
     import os
-    line = 'x' * 1023 + '\n'
+    line = b'x' * 1023 + b'\n'
     for _ in range(lines):
-        if through == 'print':
-            sys.stdout.write(line)
-        elif through == 'logging':
-            logging.getLogger('flood').warning(line[:-1])
-        else:
-            os.write(1, line.encode())
+        os.write(1, line)
     return lines
+
+
+def print_in_a_signal_handler_during_a_write():
+    """A signal whose handler prints, coming while sys.stdout is in the
+    middle of a write (its lock held)."""
+    import os
+    import signal
+
+    def handler(signum, frame):
+        print('printed by the handler')
+
+    before = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with sys.stdout.lock:
+            os.kill(os.getpid(), signal.SIGUSR1)  # handled right here
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+    return 'returned'

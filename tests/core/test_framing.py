@@ -109,6 +109,15 @@ def test_bad_magic_after_good_frames_is_refused() -> None:
         reader.feed(b'pl' + good[2:])   # magic is case-sensitive
 
 
+def test_frames_whole_before_a_bad_one_in_the_same_feed_are_kept() -> None:
+    """They came first: a HELLO read together with the garbage after it
+    was lost with it (the context then "did not boot")."""
+    good = Message(0, 1, 2, 0, b'ok').to_bytes()
+    with pytest.raises(ProtocolError, match='magic') as caught:
+        FrameReader().feed(good + good + b'late-noise\n' + good)
+    assert [m.data for m in caught.value.messages] == [b'ok', b'ok']
+
+
 def test_bad_magic_split_across_feeds_is_refused() -> None:
     bad = b'P?' + struct.pack('>IIIII', 0, 1, 1, 0, 0)
     reader = FrameReader()

@@ -9,6 +9,7 @@ import logging
 import os
 import select
 import sys
+import threading
 import time
 
 # Calls run one at a time on the context's main thread, so a module-level
@@ -210,6 +211,18 @@ def exit_status(pid, timeout):
     return None
 
 
+def write_a_record_then(data):
+    """Write a log record's frame and *data* on this context's link to its
+    parent, in one write (so one read at the other end)."""
+    from plasmid.core import child
+    from plasmid.core.framing import Message
+    from plasmid.core.router import LOG_RECORD
+    here = child.current
+    record = Message.encoding(0, here.config['context_id'], LOG_RECORD,
+                              ('stdout', logging.INFO, 'before the noise'))
+    os.write(here.router.parent.wfd, record.to_bytes() + data)
+
+
 def write_on_the_link(data):
     """Write *data* straight onto this context's link to its parent, as a
     job a start-up file left behind would onto ssh's stdout."""
@@ -261,23 +274,59 @@ def fork_and_try(what, other, pause):
     """Sleep *pause* seconds (the standby thread owns the loop by then),
     fork, and in the fork try what needs the context's link: 'call' the
     context *other*, 'import' a module only the master has, or 'print'.
-    Return what the fork wrote down ('' if it ended saying nothing, None
-    if it said nothing within 10 s: then it is killed)."""
+    Return what the fork wrote down (see _in_a_fork)."""
     time.sleep(pause)
+    return _in_a_fork(lambda: _try_in_fork(what, other))
+
+
+def _try_in_fork(what, other):
+    if what == 'call':
+        return 'answered %r' % (other.call(os.getpid),)
+    if what == 'import':
+        import fetched_late
+        return fetched_late.VALUE
+    print('printed by fork %d' % os.getpid())
+    sys.stdout.flush()
+    return 'printed'
+
+
+def fork_while_locked(what, other):
+    """Fork while another thread holds the locks a call and an import take
+    here (as a thread in the middle of a send would), and in the fork try
+    *what* as fork_and_try does."""
+    from plasmid.core import child
+    here = child.current
+    locks = [here.parent.lock, here.router.lock, here.importer.lock]
+    held, done = threading.Event(), threading.Event()
+
+    def hold():
+        for lock in locks:
+            lock.acquire()
+        held.set()
+        done.wait()
+        for lock in locks:
+            lock.release()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        return _in_a_fork(lambda: _try_in_fork(what, other))
+    finally:
+        done.set()
+        holder.join()
+
+
+def _in_a_fork(work):
+    """Run *work* in a fork; what it returned or raised, as the fork wrote
+    it down ('' if it ended saying nothing, None if it said nothing within
+    10 s: then it is killed)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the fork
         os.close(r)
         try:
-            if what == 'call':
-                outcome = 'answered %r' % (other.call(os.getpid),)
-            elif what == 'import':
-                import fetched_late
-                outcome = fetched_late.VALUE
-            else:
-                print('printed by fork %d' % os.getpid())
-                sys.stdout.flush()
-                outcome = 'printed'
+            outcome = work()
         except BaseException as exc:
             outcome = '%s: %s' % (type(exc).__name__, exc)
         os.write(w, outcome.encode())

@@ -184,6 +184,23 @@ def test_a_fork_that_needs_the_link_fails_what_needs_it_and_runs_on(
     assert ctx.call(local_fns.getpid) == ctx.info['pid']
 
 
+@pytest.mark.parametrize('version', [None, '3.7'])
+def test_a_fork_made_while_a_thread_holds_the_links_locks_fails_fast(
+        router: plasmid.Router, version: str | None) -> None:
+    """A fork inherits each lock as it was: one another thread held at the
+    fork (a send, a pending reply, an import in progress) stays held for
+    ever there, and the fork's call or import waited for it."""
+    python = version and require_python(version)
+    ctx = router.local(python_path=python)
+    other = router.local(python_path=python)
+    called = ctx.call(local_fns.fork_while_locked, 'call', other)
+    assert called is not None and called.startswith('ContextLost: '), called
+    imported = ctx.call(local_fns.fork_while_locked, 'import', None)
+    assert imported is not None and \
+        imported.startswith('ModuleNotFoundError: '), imported
+    assert ctx.call(local_fns.getpid) == ctx.info['pid']
+
+
 @pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_call_that_closes_fd_0_leaves_a_clean_exit(
         router: plasmid.Router, version: str | None, caplog) -> None:
@@ -602,6 +619,22 @@ def test_a_link_broken_by_stray_output_says_so(
         "it sent a malformed frame: bad frame magic b'la'", caught.value
     assert 'the connection to noisy was lost: it sent a malformed frame' \
         in str(caught.value)
+
+
+def test_what_came_whole_before_stray_output_is_delivered(
+        router: plasmid.Router, caplog) -> None:
+    """The frames read together with the garbage that followed them were
+    dropped with it: a HELLO so read made the context "not boot"."""
+    caplog.set_level(logging.INFO, logger='plasmid.ctx')
+    ctx = router.local(name='noisy')
+    ctx.call_no_reply(local_fns.write_a_record_then,
+                      b'late-noise from a job left behind\n')
+    with pytest.raises(plasmid.ContextLost) as caught:
+        ctx.call_async(local_fns.sleep_then, 60, 'never').result(
+            timeout=LOST_WITHIN)
+    assert 'malformed frame' in caught.value.said
+    assert 'before the noise' in [r.getMessage() for r in caplog.records
+                                  if r.name == 'plasmid.ctx.noisy']
 
 
 def test_a_context_that_ended_without_a_word_says_how_it_ended(
