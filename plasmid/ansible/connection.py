@@ -368,12 +368,22 @@ class Connection(ConnectionBase):
             return self._vanilla_plugin().exec_command(
                 cmd, in_data=in_data, sudoable=sudoable)
         except _SshFailed as exc:
-            if in_data is None:
+            if in_data is None or not self._vanilla_pipelines():
                 raise
             raise AnsibleConnectionFailure(
                 'Data could not be sent to remote host "%s". Make sure this '
                 'host can be reached over ssh: %s'
                 % (self._hostname(), exc.said)) from None
+
+    def _vanilla_pipelines(self) -> bool:
+        """Whether vanilla's ssh plugin would have sent this module with
+        its command (so would word a failure as data not sent).  Its
+        pipelining is off unless set (ours is on); it never pipelines
+        for a become plugin that does not (su)."""
+        value, origin = self.get_option_and_origin('pipelining')
+        plugin = self.become
+        return bool(value) and origin != 'default' and \
+            (plugin is None or getattr(plugin, 'pipelining', True))
 
     def _exec_command(self, cmd: str, in_data: Optional[bytes],
                       sudoable: bool) -> tuple[int, bytes, bytes]:

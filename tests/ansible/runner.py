@@ -84,7 +84,11 @@ def prepare_playbook(ansible_bin: str, tmp_path, playbook: str,
                PLASMID_ANSIBLE_STATS=str(stats))
     if accelerated:
         env['ANSIBLE_TRANSPORT'] = 'plasmid.accel.ssh'
-    env.update(extra_env or {})
+    for name, value in (extra_env or {}).items():
+        if value is None:  # unset
+            env.pop(name, None)
+        else:
+            env[name] = value
     argv = [os.path.join(ansible_bin, 'ansible-playbook'), '-i', str(inv),
             str(book), *args]
     return Prepared(argv, env, record, main, stats)

@@ -140,6 +140,26 @@ def test_unreachable_reads_like_vanilla(ansible_bin, ansible_account, sshd,
             listener.close()
 
 
+@pytest.mark.edge_releases
+def test_unreachable_without_pipelining_set_reads_like_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Pipelining left unset is off for vanilla's ssh plugin, on for ours:
+    vanilla's first command then carries no module, and it says "Failed
+    to connect to the host via ssh"; ours said "Data could not be
+    sent"."""
+    server = sshd.server
+    inv = inventory(sshd, ansible_account).replace(
+        'ansible_port=%d' % server.port, 'ansible_port=1')
+    unset = {'ANSIBLE_PIPELINING': None}
+    vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False,
+                           unset)
+    ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True, unset)
+    assert vanilla.rc == ours.rc == 4, ours.output
+    said = [(r['status'], r['result']['msg']) for r in vanilla.results]
+    assert [(r['status'], r['result']['msg']) for r in ours.results] == said
+    assert 'Failed to connect to the host via ssh' in said[0][1], said
+
+
 def test_ssh_verbosity_shows_in_an_unreachable_message_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """2.19+'s ``ansible_ssh_verbosity``: ssh's -v lines in the message of
