@@ -297,21 +297,31 @@ class Connection(ConnectionBase):
         from plasmid.ansible.client import BrokerError
         self._connect()
         try:
-            return self.client.call(op, *args)
-        except BrokerError as exc:
-            if exc.kind == 'zip-wanted':
-                raise _ZipWanted() from None
-            if exc.kind == 'from-script':
-                raise _RunFromScript() from None
-            if exc.kind == 'no-python':
-                raise _NoPythonThere() from None
-            if exc.kind == 'password-refused':
-                raise self._password_refused(str(exc)) from None
-            if exc.kind in _BECOME_FAILURES:
-                raise self._become_failed(exc.kind) from None
-            raise self._broker_error(exc) from None
+            try:
+                return self.client.call(op, *args)
+            except BrokerError as exc:
+                error = self._error_for(exc)
+            # Raised out of the handler: its context is what was being
+            # handled when we were called (interpreter discovery's), as
+            # vanilla's error has it, which ansible-core shows as a chain
+            # ("<<< caused by >>>"); never our BrokerError.
+            raise error
         finally:
             self._show_warnings()
+
+    def _error_for(self, exc: Any) -> Exception:
+        """What the broker's error *exc* is, raised to ansible-core."""
+        if exc.kind == 'zip-wanted':
+            return _ZipWanted()
+        if exc.kind == 'from-script':
+            return _RunFromScript()
+        if exc.kind == 'no-python':
+            return _NoPythonThere()
+        if exc.kind == 'password-refused':
+            return self._password_refused(str(exc))
+        if exc.kind in _BECOME_FAILURES:
+            return self._become_failed(exc.kind)
+        return self._broker_error(exc)
 
     def _show_warnings(self) -> None:
         """What the broker met on this call's way that vanilla would have
@@ -365,15 +375,20 @@ class Connection(ConnectionBase):
         try:
             return self._exec_command(cmd, in_data, sudoable)
         except _NoPythonThere:
-            return self._vanilla_plugin().exec_command(
-                cmd, in_data=in_data, sudoable=sudoable)
+            said = None
         except _SshFailed as exc:
             if in_data is None or not self._vanilla_pipelines():
                 raise
-            raise AnsibleConnectionFailure(
-                'Data could not be sent to remote host "%s". Make sure this '
-                'host can be reached over ssh: %s'
-                % (self._hostname(), exc.said)) from None
+            said = exc.said
+        # Out of the handlers, as _call raises: what fails from here on
+        # must not carry our exception as its context (ansible-core 2.19+
+        # would show it as a chain where vanilla shows none).
+        if said is None:
+            return self._vanilla_plugin().exec_command(
+                cmd, in_data=in_data, sudoable=sudoable)
+        raise AnsibleConnectionFailure(
+            'Data could not be sent to remote host "%s". Make sure this '
+            'host can be reached over ssh: %s' % (self._hostname(), said))
 
     def _vanilla_pipelines(self) -> bool:
         """Whether vanilla's ssh plugin would have sent this module with
@@ -397,7 +412,8 @@ class Connection(ConnectionBase):
         try:
             return self._run_hosted(parsed, in_data, sudoable)
         except _RefusedAsVanillaShowsIt:
-            return self._run_as_given(cmd, in_data, success, sudoable)
+            pass
+        return self._run_as_given(cmd, in_data, success, sudoable)
 
     def _run_hosted(self, parsed: commands.Command, in_data: Optional[bytes],
                     sudoable: bool) -> tuple:
@@ -554,8 +570,10 @@ class Connection(ConnectionBase):
         try:
             self._call('put-file', self._spec(False),
                        os.path.abspath(in_path), out_path)
+            return
         except _NoPythonThere:
-            self._vanilla_plugin().put_file(in_path, out_path)
+            pass
+        self._vanilla_plugin().put_file(in_path, out_path)
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)
@@ -564,8 +582,10 @@ class Connection(ConnectionBase):
         try:
             self._call('fetch-file', self._spec(False), in_path,
                        os.path.abspath(out_path))
+            return
         except _NoPythonThere:
-            self._vanilla_plugin().fetch_file(in_path, out_path)
+            pass
+        self._vanilla_plugin().fetch_file(in_path, out_path)
 
     def _trace(self, text: str) -> None:
         """What vanilla's plugins show at -vvv: each command, each file."""

@@ -160,6 +160,43 @@ def test_unreachable_without_pipelining_set_reads_like_vanilla(
     assert 'Failed to connect to the host via ssh' in said[0][1], said
 
 
+@pytest.mark.edge_releases
+@pytest.mark.parametrize('discovered', [False, True],
+                         ids=['interpreter given', 'interpreter discovered'])
+def test_an_unreachable_hosts_error_block_reads_like_vanillas(
+        ansible_bin, ansible_account, sshd, tmp_path, discovered):
+    """ansible-core 2.19+ prints an error's chain of causes unless it can
+    fold them into one line.  Raised during interpreter discovery,
+    vanilla's error has discovery's as its context and prints "Task
+    failed." and "<<< caused by >>>"; ours had our own internal exception
+    there instead (or none), and folded."""
+    server = sshd.server
+    inv = inventory(sshd, ansible_account).replace(
+        'ansible_port=%d' % server.port, 'ansible_port=1')
+    if discovered:
+        inv = inv.replace('ansible_python_interpreter=/usr/bin/python3', '')
+    vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True)
+
+    def error_block(run) -> list:
+        lines = run.output.splitlines()
+        start = next((i for i, line in enumerate(lines)
+                      if line.startswith('[ERROR]')), None)
+        if start is None:  # 2.18 prints the result alone
+            return []
+        end = next(i for i in range(start, len(lines))
+                   if lines[i].startswith('fatal: '))
+        # Each run has its own copy of the playbook, named in Origin.
+        return [line.replace('playbook-plasmid.yml', 'playbook-vanilla.yml')
+                for line in lines[start:end]]
+
+    assert error_block(ours) == error_block(vanilla), ours.output
+    chained = any('<<< caused by >>>' in line
+                  for line in error_block(vanilla))
+    since_2_19 = os.path.basename(os.path.dirname(ansible_bin)) >= '2.19'
+    assert chained == (discovered and since_2_19), vanilla.output
+
+
 def test_ssh_verbosity_shows_in_an_unreachable_message_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path):
     """2.19+'s ``ansible_ssh_verbosity``: ssh's -v lines in the message of
