@@ -609,16 +609,11 @@ def test_a_link_broken_by_stray_output_says_so(
     """Output that is no frame (a job ~/.bashrc left behind writing on
     ssh's stdout) loses the context: its ContextLost said only "the
     connection was lost", the reason being in a log record alone."""
-    ctx = router.local(name='noisy')
-    ctx.call_no_reply(local_fns.write_on_the_link,
-                      b'late-noise from a job left behind\n')
-    with pytest.raises(plasmid.ContextLost) as caught:
-        ctx.call_async(local_fns.sleep_then, 60, 'never').result(
-            timeout=LOST_WITHIN)
-    assert caught.value.said == \
-        "it sent a malformed frame: bad frame magic b'la'", caught.value
+    lost = _lost_to_noise(router, local_fns.write_on_the_link)
+    assert lost.said == \
+        "it sent a malformed frame: bad frame magic b'la'", lost
     assert 'the connection to noisy was lost: it sent a malformed frame' \
-        in str(caught.value)
+        in str(lost)
 
 
 def test_what_came_whole_before_stray_output_is_delivered(
@@ -626,15 +621,21 @@ def test_what_came_whole_before_stray_output_is_delivered(
     """The frames read together with the garbage that followed them were
     dropped with it: a HELLO so read made the context "not boot"."""
     caplog.set_level(logging.INFO, logger='plasmid.ctx')
+    lost = _lost_to_noise(router, local_fns.write_a_record_then)
+    assert 'malformed frame' in lost.said
+    assert 'before the noise' in [r.getMessage() for r in caplog.records
+                                  if r.name == 'plasmid.ctx.noisy']
+
+
+def _lost_to_noise(router: plasmid.Router, write) -> plasmid.ContextLost:
+    """A context 'noisy' that calls ``write(noise)`` (writing on its own
+    link) is lost: how."""
     ctx = router.local(name='noisy')
-    ctx.call_no_reply(local_fns.write_a_record_then,
-                      b'late-noise from a job left behind\n')
+    ctx.call_no_reply(write, b'late-noise from a job left behind\n')
     with pytest.raises(plasmid.ContextLost) as caught:
         ctx.call_async(local_fns.sleep_then, 60, 'never').result(
             timeout=LOST_WITHIN)
-    assert 'malformed frame' in caught.value.said
-    assert 'before the noise' in [r.getMessage() for r in caplog.records
-                                  if r.name == 'plasmid.ctx.noisy']
+    return caught.value
 
 
 def test_a_context_that_ended_without_a_word_says_how_it_ended(
