@@ -25,7 +25,7 @@ import functools
 import os
 import re
 import shlex
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ansible.errors import (AnsibleAuthenticationFailure,
                             AnsibleConnectionFailure, AnsibleError,
@@ -373,22 +373,30 @@ class Connection(ConnectionBase):
         super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
         self._trace('PLASMID: EXEC %s' % cmd)
         try:
-            return self._exec_command(cmd, in_data, sudoable)
-        except _NoPythonThere:
-            said = None
+            return self._ours_or_vanillas(
+                lambda: self._exec_command(cmd, in_data, sudoable),
+                lambda: self._vanilla_plugin().exec_command(
+                    cmd, in_data=in_data, sudoable=sudoable))
         except _SshFailed as exc:
             if in_data is None or not self._vanilla_pipelines():
                 raise
             said = exc.said
-        # Out of the handlers, as _call raises: what fails from here on
-        # must not carry our exception as its context (ansible-core 2.19+
-        # would show it as a chain where vanilla shows none).
-        if said is None:
-            return self._vanilla_plugin().exec_command(
-                cmd, in_data=in_data, sudoable=sudoable)
         raise AnsibleConnectionFailure(
             'Data could not be sent to remote host "%s". Make sure this '
             'host can be reached over ssh: %s' % (self._hostname(), said))
+
+    @staticmethod
+    def _ours_or_vanillas(ours: Callable[[], Any],
+                          vanillas: Callable[[], Any]) -> Any:
+        """*ours*(), or where the host has no Python our broker could
+        start, *vanillas*(): called out of the handler, as _call raises,
+        so what fails in it does not carry our exception as its context
+        (ansible-core 2.19+ would show a chain where vanilla shows none)."""
+        try:
+            return ours()
+        except _NoPythonThere:
+            pass
+        return vanillas()
 
     def _vanilla_pipelines(self) -> bool:
         """Whether vanilla's ssh plugin would have sent this module with
@@ -567,25 +575,19 @@ class Connection(ConnectionBase):
             raise AnsibleFileNotFound('file or module does not exist: %s'
                                       % in_path)
         # The broker reads the file itself (same user, same machine).
-        try:
-            self._call('put-file', self._spec(False),
-                       os.path.abspath(in_path), out_path)
-            return
-        except _NoPythonThere:
-            pass
-        self._vanilla_plugin().put_file(in_path, out_path)
+        self._ours_or_vanillas(
+            lambda: self._call('put-file', self._spec(False),
+                               os.path.abspath(in_path), out_path),
+            lambda: self._vanilla_plugin().put_file(in_path, out_path))
 
     def fetch_file(self, in_path: str, out_path: str) -> None:
         super().fetch_file(in_path, out_path)
         self._trace('FETCH %s TO %s' % (in_path, out_path))
         # The broker writes the file itself (same user, same machine).
-        try:
-            self._call('fetch-file', self._spec(False), in_path,
-                       os.path.abspath(out_path))
-            return
-        except _NoPythonThere:
-            pass
-        self._vanilla_plugin().fetch_file(in_path, out_path)
+        self._ours_or_vanillas(
+            lambda: self._call('fetch-file', self._spec(False), in_path,
+                               os.path.abspath(out_path)),
+            lambda: self._vanilla_plugin().fetch_file(in_path, out_path))
 
     def _trace(self, text: str) -> None:
         """What vanilla's plugins show at -vvv: each command, each file."""

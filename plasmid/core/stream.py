@@ -201,7 +201,8 @@ class Stream(Pausable):
             self.held.append(source)
 
     def pending_output(self):
-        return sum(len(chunk) for chunk in self.outbox)
+        """Bytes queued here that the fd has not taken yet."""
+        return self.queued
 
     # ---------------------------------------------------------- closing
 
@@ -212,6 +213,7 @@ class Stream(Pausable):
                 return
             self.closed = True
             self.outbox = []
+            self.queued = 0
         for fd in set((self.rfd, self.wfd)):
             self.loop.remove_fd(fd)
             try:
