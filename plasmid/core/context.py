@@ -8,7 +8,7 @@ import types
 from plasmid.core import compat
 from plasmid.core.errors import ContextLost, Error, TimeoutError
 from plasmid.core.framing import Message
-from plasmid.core.loop import Latch
+from plasmid.core.loop import Latch, seconds_left
 from plasmid.core.router import CALL, SHUTDOWN
 
 
@@ -228,12 +228,11 @@ class _Completions(object):
                 if self.signal.is_set:
                     self.signal = Latch(self.loop)
                 signal = self.signal
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.time()
-                if remaining <= 0:
+            try:
+                signal.wait(seconds_left(deadline))
+            except TimeoutError:
+                if not self.ready:
                     raise TimeoutError('futures still pending at timeout')
-            signal.wait(remaining)
 
 
 def as_completed(futures, timeout=None):

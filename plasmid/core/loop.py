@@ -345,15 +345,13 @@ class Latch(object):
         callback(self)
 
     def wait(self, timeout=None):
-        """Return the value, raise the error, or raise TimeoutError."""
+        """Return the value, raise the error, or raise TimeoutError.  The
+        loop runs at least once, however little time is left: a reply
+        already in the pipe counts, even at ``timeout=0``."""
         deadline = None if timeout is None else time.time() + timeout
         loop = self.loop
         while not self.is_set:
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.time()
-                if remaining <= 0:
-                    raise TimeoutError('no result within %.3gs' % timeout)
+            remaining = seconds_left(deadline)
             if loop.owned_here():
                 loop.run_once(remaining)
             elif loop.try_own():
@@ -361,21 +359,21 @@ class Latch(object):
                     self._run_loop(deadline)
                 finally:
                     loop.disown()
-            else:
+            elif remaining != 0:
                 self._sleep(SLEEP_SLICE if remaining is None
                             else min(remaining, SLEEP_SLICE))
+            if remaining == 0 and not self.is_set:
+                raise TimeoutError('no result within %.3gs' % timeout)
         if self.error is not None:
             raise self.error
         return self.value
 
     def _run_loop(self, deadline):
         while not self.is_set:
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - time.time()
-                if remaining <= 0:
-                    return
+            remaining = seconds_left(deadline)
             self.loop.run_once(remaining)
+            if remaining == 0:
+                return
 
     def _sleep(self, timeout):
         """Sleep until set or *timeout* passes."""
@@ -389,6 +387,11 @@ class Latch(object):
             with self.lock:
                 if waiter in self.waiters:
                     self.waiters.remove(waiter)
+
+
+def seconds_left(deadline):
+    """Seconds until *deadline* (0 once past), None for none."""
+    return None if deadline is None else max(deadline - time.time(), 0)
 
 
 if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout

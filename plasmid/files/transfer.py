@@ -192,7 +192,7 @@ def answer_by(call: Future, deadline: Optional[float],
     if deadline is None:
         return call.result()
     try:
-        return call.result(max(deadline - time.monotonic(), 0.001))
+        return call.result(max(deadline - time.monotonic(), 0))
     except TimeoutError:
         raise TimeoutError('no result within %.3gs' % timeout) from None
 

@@ -3,6 +3,7 @@ timeouts checked, long ones waited in pieces."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -44,6 +45,38 @@ def test_a_negative_timeout_is_a_deadline_passed(ctx) -> None:
     with pytest.raises(plasmid.TimeoutError):
         future.result(timeout=-1)
     assert future.result() == 'late'
+
+
+def _polled(wait_once):
+    """What *wait_once()* gives within ~20 s of tries (it raises
+    TimeoutError while not done), or None."""
+    for _ in range(4000):
+        try:
+            return wait_once()
+        except plasmid.TimeoutError:
+            time.sleep(0.005)
+    return None
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_zero_timeout_takes_a_reply_already_sent(threaded) -> None:
+    """A poll with timeout=0: before, the threadless router's loop never
+    ran at a deadline already passed, so the reply stayed in the pipe and
+    a polling loop never ended."""
+    with plasmid.Router(threaded=threaded) as router:
+        ctx = router.local()
+        future = ctx.call_async(os.getpid)
+        assert _polled(lambda: future.result(timeout=0)) == ctx.info['pid']
+        future = ctx.call_async(os.getpid)
+        done = _polled(lambda: next(plasmid.as_completed([future],
+                                                          timeout=0)))
+        assert done is future
+        slow = ctx.call_async(local_fns.sleep_then, 0.5, 'late')
+        with pytest.raises(plasmid.TimeoutError, match='within 0s'):
+            slow.result(timeout=0)
+        with pytest.raises(plasmid.TimeoutError, match='still pending'):
+            list(plasmid.as_completed([slow], timeout=0))
+        assert slow.result() == 'late'
 
 
 def test_as_completed_refuses_what_is_no_future_at_once(ctx) -> None:
