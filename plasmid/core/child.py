@@ -154,6 +154,10 @@ class ChildContext(object):
         self.loop.call_later(SHUTDOWN_GRACE, self._force_exit_if_busy)
 
     def _force_exit_if_busy(self):
+        # Not busy: the main thread is in _finish, waiting (bounded) for
+        # the children it told to stop.
+        if not self.dispatcher.busy:
+            return
         Logger('plasmid.child').error(
             'a call outlived the shutdown by %.1fs: exiting',
             SHUTDOWN_GRACE)

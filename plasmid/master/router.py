@@ -430,12 +430,19 @@ class MasterCore(CoreRouter):
         self.ancestors: dict[int, frozenset] = {}
 
     def lose(self, ids: list, reason: str, said: str = '') -> None:
-        told = [cid for cid in ids if cid in self.told_to_shut_down]
+        told = [cid for cid in ids if self._shut_down_by_us(cid)]
         self.told_to_shut_down.difference_update(told)
         super().lose(told, 'it was shut down', said)
         super().lose([cid for cid in ids if cid not in told], reason, said)
         for cid in ids:
             self.ancestors.pop(cid, None)
+
+    def _shut_down_by_us(self, context_id: int) -> bool:
+        """Whether we asked *context_id*, or a context it was started
+        through (which shuts down those below it first), to shut down."""
+        return context_id in self.told_to_shut_down or \
+            not self.told_to_shut_down.isdisjoint(
+                self.ancestors.get(context_id, ()))
 
     def _on_the_way_to(self, src: int, context_id: int) -> bool:
         return src in self.ancestors.get(context_id, ())

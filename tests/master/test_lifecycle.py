@@ -364,6 +364,24 @@ def test_shutdown_of_a_busy_via_context(router: plasmid.Router) -> None:
     assert top.call(local_fns.echo, 'alive') == 'alive'
 
 
+def test_shutting_down_an_intermediary_whose_child_is_busy(
+        router: plasmid.Router, caplog) -> None:
+    """The idle intermediary waits for the child it told to stop; before,
+    its own 2 s grace ran out while it waited, it said a call of its own
+    had outlived the shutdown and exited with status 1, and the child's
+    call failed naming the lost link, not the shutdown."""
+    caplog.set_level(logging.INFO, logger='plasmid.ctx')
+    top = router.local(name='idle-top')
+    below = router.local(name='busy-below', via=top)
+    stuck = below.call_async(local_fns.busy_loop)
+    top.shutdown(timeout=10.0)
+    with pytest.raises(plasmid.ContextLost, match='it was shut down'):
+        stuck.result(timeout=LOST_WITHIN)
+    outlived = [r.name for r in caplog.records
+                if 'outlived the shutdown' in r.getMessage()]
+    assert outlived == ['plasmid.ctx.busy-below']
+
+
 def slow_python(seconds: float) -> list[str]:
     """A python_path whose interpreter starts *seconds* late (sh sleeps
     first): a start of it is surely under way for that long."""
