@@ -61,15 +61,25 @@ def commit(temp, path, mode, size):
             mode = mode_for(native(path))
         os.chmod(native(temp), mode)
         os.rename(native(temp), native(path))
+        return size
     except OSError as exc:
         discard(temp)
-        if exc.filename is not None:  # name the file the caller knows of
-            exc.filename, exc.filename2 = path, None
-        raise
+        if exc.errno is None:  # ours, which names the path already
+            raise
+        error = _naming(exc, path)
     except BaseException:
         discard(temp)
         raise
-    return size
+    raise error  # out of the handler: no chain to the temp file's error
+
+
+def _naming(exc, path):
+    """*exc* (an OSError about the temp file, or on Python 2 about none)
+    as the same error about *path*, the file the caller knows of."""
+    try:
+        return type(exc)(exc.errno, exc.strerror, path)
+    except Exception:  # a subclass that takes other arguments
+        return exc
 
 
 def _check_whole(temp, path, size):

@@ -172,6 +172,27 @@ def test_a_failed_copy_leaves_the_destination_and_no_temporary(
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize('version', [None, '2.7', '3.6'])
+def test_a_destination_that_is_a_directory_is_named_alone(
+        router, tmp_path, version) -> None:
+    """The rename fails: before, Python 3 said "'<dest>' -> None" and
+    Python 2 named no path at all."""
+    ctx = router.local(python_path=version and require_python(version))
+    source = tmp_path / 'source'
+    source.write_bytes(b'small')
+    folder = tmp_path / 'a-dir'
+    folder.mkdir()
+    expected = "Is a directory: '%s'" % folder
+    for chunk_size in (CHUNK, 2):  # in one call, then streamed
+        with pytest.raises(plasmid.CallError) as caught:
+            plasmid.put_file(ctx, source, str(folder), chunk_size=chunk_size)
+        assert caught.value.message.endswith(expected)
+    with pytest.raises(IsADirectoryError) as fetched:
+        plasmid.fetch_file(ctx, str(source), folder)
+    assert str(fetched.value).endswith(expected)
+    assert os.listdir(folder) == []
+
+
 def test_a_fetch_into_a_missing_folder_names_the_path_given(
         router, tmp_path) -> None:
     """Not the hidden temporary file's (before: .got.plasmid-<hex>)."""
