@@ -51,19 +51,22 @@ def error_for(exc):
     """What to send back for an exception raised by a called function."""
     if isinstance(exc, ConnectError):
         return exc  # a failed hop stays a connect failure for the master
-    return CallError(type(exc).__name__, _message_of(exc),
-                     compat.stdlib('traceback').format_exc())
+    try:
+        trace = compat.stdlib('traceback').format_exc()
+    except BaseException:  # Python 2's str(exc) in it raised (see below)
+        trace = ''
+    return CallError(type(exc).__name__, _message_of(exc), trace)
 
 
 def _message_of(exc):
     """``str(exc)``, which may fail: on Python 2 for a unicode message
     beyond ASCII (a program's error in a UTF-8 locale, decoded), or in
-    the exception's own ``__str__``.  The context would die of the error
-    it meant to report."""
+    the exception's own ``__str__``, with anything (KeyboardInterrupt,
+    SystemExit).  The context would die of the error it meant to report."""
     for text in str, compat.text_type:
         try:
             return text(exc)
-        except Exception:
+        except BaseException:
             pass
     return '?'
 

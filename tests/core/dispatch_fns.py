@@ -38,8 +38,18 @@ class Unprintable(Exception):
         raise RuntimeError('this exception cannot be shown')
 
 
-def fail_unprintably():
-    raise Unprintable('x')
+def fail_unprintably(interrupting=None):
+    """Raise an exception whose __str__ raises RuntimeError, or the
+    builtin named *interrupting* (KeyboardInterrupt, SystemExit)."""
+    if interrupting is None:
+        raise Unprintable('x')
+    raised = {'KeyboardInterrupt': KeyboardInterrupt,
+              'SystemExit': SystemExit}[interrupting]
+
+    class Interrupting(Exception):
+        def __str__(self):
+            raise raised()
+    raise Interrupting('x')
 
 
 def fail_at_length(characters):

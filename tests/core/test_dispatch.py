@@ -47,15 +47,21 @@ def test_an_error_in_words_beyond_ascii_reaches_the_caller(version):
         assert ctx.call(dispatch_fns.log) == []
 
 
-@pytest.mark.parametrize('version', ['2.7', '3.13'])
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13'])
 def test_an_exception_that_cannot_be_shown_reaches_the_caller(version):
     """Its __str__ raised inside the context's error report: the context
-    died, and every later call failed with ContextLost."""
+    died, and every later call failed with ContextLost.  It did still
+    when __str__ raised KeyboardInterrupt or SystemExit."""
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python(version))
         with pytest.raises(plasmid.CallError) as failed:
             ctx.call(dispatch_fns.fail_unprintably)
         assert failed.value.type_name == 'Unprintable'
+        for interrupting in ('KeyboardInterrupt', 'SystemExit'):
+            with pytest.raises(plasmid.CallError) as failed:
+                ctx.call(dispatch_fns.fail_unprintably, interrupting)
+            assert failed.value.type_name == 'Interrupting'
+            assert failed.value.message == '?'
         assert ctx.call(dispatch_fns.log) == []
 
 
