@@ -150,6 +150,60 @@ def test_options_are_what_ansible_cores_own_loader_reads(ansible_bin,
     assert 'pipelining' in got['ours'] and 'become_user' not in got['ours']
 
 
+# Where each option of vanilla's ssh and local plugins is read from
+# (ini, env, vars, command line, play keyword) that ours of the same name
+# does not read.
+SOURCES_WE_LACK = """
+import json
+from ansible.plugins.loader import (connection_loader, fragment_loader,
+                                    init_plugin_loader)
+from ansible.utils.plugin_docs import get_docstring
+init_plugin_loader()
+
+def options(name):
+    path = connection_loader.find_plugin(name)
+    return get_docstring(path, fragment_loader)[0]['options']
+
+def sources(option):
+    found = set()
+    for kind in ('ini', 'env', 'vars', 'cli', 'keyword'):
+        for entry in option.get(kind) or []:
+            entry = {k: v for k, v in entry.items()
+                     if k not in ('version_added', 'deprecated')}
+            found.add(json.dumps([kind, entry], sort_keys=True))
+    return found
+
+lacking = {}
+for plugin in ('ssh', 'local'):
+    ours = options('plasmid.accel.' + plugin)
+    theirs = options('ansible.builtin.' + plugin)
+    for name in set(ours) & set(theirs):
+        lack = sources(theirs[name]) - sources(ours[name])
+        if lack:
+            lacking['%s %s' % (plugin, name)] = sorted(lack)
+print(json.dumps(lacking))
+"""
+
+# 2.18's ssh plugin also reads the host from delegated_vars, which 2.19
+# dropped; delegation passes the delegated host's ansible_host as a
+# variable all the same (test_playbooks.py delegates on every release).
+LACKED_ON_PURPOSE = {'ssh host': [
+    '["vars", {"name": "delegated_vars[\'ansible_host\']"}]',
+    '["vars", {"name": "delegated_vars[\'ansible_ssh_host\']"}]']}
+
+
+def test_options_are_read_from_wherever_vanilla_reads_them(ansible_bin):
+    """Before, --private-key, --ssh-common-args, --ssh-extra-args, -u, -T
+    and the port keyword were ignored by ours (the command line reaches a
+    plugin's options only through their ``cli`` entries): a run that
+    vanilla logs in with a key given on the command line was unreachable."""
+    lacking = run_in(ansible_bin, SOURCES_WE_LACK)
+    for name, lack in LACKED_ON_PURPOSE.items():
+        if lacking.get(name) == lack:
+            del lacking[name]
+    assert lacking == {}
+
+
 @pytest.mark.parametrize('plugin', PLUGINS)
 def test_the_generated_options_are_up_to_date(plugin):
     text = plugin_options.render(plugin, plugin_options.options_of(

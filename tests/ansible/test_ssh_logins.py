@@ -395,6 +395,33 @@ LOGIN_PASSWORD = """
 """
 
 
+WHO_LOGS_IN = """
+- hosts: t1
+  gather_facts: false
+  tasks:
+    - {name: who, command: id -un}
+"""
+
+
+def test_ssh_options_given_on_the_command_line_are_used(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """--private-key, --ssh-extra-args (and --ssh-common-args, -u, -T
+    alike) reach the plugin's options through their ``cli`` entries, as
+    they reach vanilla's; ours had none: the key went unused (unreachable)
+    and the extra arguments were ignored (a login vanilla refused)."""
+    inv = re.sub(r'ansible_ssh_private_key_file=\S+ ', '',
+                 inventory(sshd, ansible_account))
+    key = ('--private-key', sshd.server.client_key)
+    no_keys = ('--ssh-extra-args', '-o PubkeyAuthentication=no')
+    for args, status in ((key, 'ok'), (key + no_keys, 'unreachable')):
+        runs = [run_playbook(ansible_bin, tmp_path, WHO_LOGS_IN, inv,
+                             accelerated, args=args)
+                for accelerated in (False, True)]
+        assert [run.by_task()[('t1', 'who')]['status'] for run in runs] \
+            == [status, status], runs[1].output
+    assert runs[0].rc == runs[1].rc
+
+
 def _password_inventory(sshd, account: str) -> str:
     """Two hosts that can log in only by password: one given the right
     one, one a wrong one."""

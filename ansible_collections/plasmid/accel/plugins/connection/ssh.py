@@ -36,6 +36,8 @@ options:
     vars:
       - name: ansible_port
       - name: ansible_ssh_port
+    keyword:
+      - name: port
   remote_user:
     description: Account to log in with.
     type: string
@@ -47,6 +49,10 @@ options:
     vars:
       - name: ansible_user
       - name: ansible_ssh_user
+    cli:
+      - name: user
+    keyword:
+      - name: remote_user
   password:
     description: Password to type at ssh's prompt; without one, ssh runs in batch mode.
     type: string
@@ -99,6 +105,9 @@ options:
     vars:
       - name: ansible_private_key_file
       - name: ansible_ssh_private_key_file
+    cli:
+      - name: private_key_file
+        option: '--private-key'
   private_key:
     description:
       - The text of a private key in PEM format (not a file). On ansible-core 2.19 and
@@ -160,6 +169,8 @@ options:
       - name: ANSIBLE_SSH_COMMON_ARGS
     vars:
       - name: ansible_ssh_common_args
+    cli:
+      - name: ssh_common_args
   ssh_extra_args:
     description: More arguments for ssh, usually from the command line.
     type: string
@@ -171,6 +182,8 @@ options:
       - name: ANSIBLE_SSH_EXTRA_ARGS
     vars:
       - name: ansible_ssh_extra_args
+    cli:
+      - name: ssh_extra_args
   ssh_executable:
     description: The ssh client to run.
     type: string
@@ -274,6 +287,8 @@ options:
       - name: ANSIBLE_SSH_TIMEOUT
     vars:
       - name: ansible_ssh_timeout
+    cli:
+      - name: timeout
 """
 
 from plasmid.ansible import plugin_options, ssh_options  # noqa: E402
