@@ -443,7 +443,7 @@ class Connection(ConnectionBase):
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
-        return _as_ssh_ends(*_output_as_bytes(self._call(
+        return self._as_ssh_ends(*_output_as_bytes(self._call(
             'shell', spec, None, text, in_data, None, None, None,
             self._terminal(in_data, sudoable))))
 
@@ -542,7 +542,7 @@ class Connection(ConnectionBase):
         if success:
             out = _without_become_chatter(plugin, to_bytes(success), out)
         return (rc, out, err) if stopped_at_become else \
-            _as_ssh_ends(rc, out, err)
+            self._as_ssh_ends(rc, out, err)
 
     def _check_become_failure(self, out: bytes, err: bytes,
                               timeout: int) -> None:
@@ -588,6 +588,19 @@ class Connection(ConnectionBase):
             lambda: self._call('fetch-file', self._spec(False), in_path,
                                os.path.abspath(out_path)),
             lambda: self._vanilla_plugin().fetch_file(in_path, out_path))
+
+    def _as_ssh_ends(self, rc: int, out: bytes,
+                     err: bytes) -> tuple[int, bytes, bytes]:
+        """A shell command's result as vanilla's ssh gives it.  Our shell
+        stands where the login shell does under sshd; when a signal kills
+        that, sshd reports the signal, ssh exits 255 and ansible-core's
+        ssh plugin calls the host unreachable."""
+        if rc < 0:
+            raise AnsibleConnectionFailure(
+                'Failed to connect to the host via ssh: %s' % _shown(
+                    err.decode('utf-8', 'replace'),
+                    self._play_context.no_log))
+        return rc, out, err
 
     def _trace(self, text: str) -> None:
         """What vanilla's plugins show at -vvv: each command, each file."""
@@ -646,7 +659,7 @@ class Connection(ConnectionBase):
         """The Ansible error for a failure the broker reports."""
         text = str(exc)
         if exc.kind in ('connect', 'lost'):
-            return _SshFailed(text)
+            return _SshFailed(text, self._play_context.no_log)
         return AnsibleError('plasmid: %s' % text)
 
 
@@ -772,10 +785,16 @@ class _SshFailed(AnsibleConnectionFailure):
     module), as data that could not be sent (``exec_command`` does
     that)."""
 
-    def __init__(self, said: str) -> None:
+    def __init__(self, said: str, no_log: bool = False) -> None:
         super().__init__('Failed to connect to the host via ssh: %s'
-                         % said.rstrip())
-        self.said = said
+                         % _shown(said.rstrip(), no_log))
+        self.said = said  # "data not sent" shows it even under no_log
+
+
+def _shown(said: str, no_log: bool) -> str:
+    """ssh's words as vanilla's ssh plugin shows them in a failure to
+    connect: censored for a task with no_log."""
+    return '<error censored due to no log>' if no_log else said
 
 
 def _output_as_bytes(answer: Any) -> tuple[int, bytes, bytes]:
@@ -793,16 +812,6 @@ def _wire_bytes(value: Any) -> bytes:
     return value
 
 
-def _as_ssh_ends(rc: int, out: bytes, err: bytes) -> tuple[int, bytes, bytes]:
-    """A shell command's result as vanilla's ssh gives it.  Our shell
-    stands where the login shell does under sshd; when a signal kills
-    that, sshd reports the signal, ssh exits 255 and ansible-core's ssh
-    plugin calls the host unreachable."""
-    if rc < 0:
-        raise AnsibleConnectionFailure(
-            'Failed to connect to the host via ssh: %s'
-            % err.decode('utf-8', 'replace'))
-    return rc, out, err
 
 
 def _prompt_pattern(plugin) -> bytes:

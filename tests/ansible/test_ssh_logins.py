@@ -160,6 +160,39 @@ def test_unreachable_without_pipelining_set_reads_like_vanilla(
     assert 'Failed to connect to the host via ssh' in said[0][1], said
 
 
+UNREACHABLE_NO_LOG = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - command: /bin/true
+      no_log: true
+      ignore_unreachable: true
+    - raw: /bin/true
+      no_log: true
+"""
+
+
+def test_no_log_censors_ssh_words_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible-core 2.19+ prints an unreachable host's error; vanilla's
+    ssh plugin censors ssh's words in it for a no_log task, ours showed
+    them ("... port 1: Connection refused")."""
+    server = sshd.server
+    inv = inventory(sshd, ansible_account).replace(
+        'ansible_port=%d' % server.port, 'ansible_port=1')
+    unset = {'ANSIBLE_PIPELINING': None}  # vanilla: "Failed to connect"
+    runs = [run_playbook(ansible_bin, tmp_path, UNREACHABLE_NO_LOG, inv,
+                         accelerated, unset)
+            for accelerated in (False, True)]
+    vanilla, ours = runs
+    assert vanilla.rc == ours.rc == 4, ours.output
+    assert 'Connection refused' not in vanilla.output
+    assert 'Connection refused' not in ours.output
+    censored = [run.output.count('<error censored due to no log>')
+                for run in runs]
+    assert censored[0] == censored[1], ours.output
+
+
 @pytest.mark.edge_releases
 @pytest.mark.parametrize('discovered', [False, True],
                          ids=['interpreter given', 'interpreter discovered'])
