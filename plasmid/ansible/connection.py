@@ -432,7 +432,7 @@ class Connection(ConnectionBase):
         if chore is not None:
             return self._housekeeping(spec, parsed.text, chore)
         job = payload.parse(in_data) if in_data and parsed.interpreter \
-            else None
+            and parsed.shell in _PLAIN_SHELLS else None
         if job is not None and job.interpreter == parsed.interpreter:
             try:
                 return self._run_module(
@@ -776,6 +776,15 @@ def _sudo_flags(flags: Optional[str]) -> list[str]:
     """become_flags for our sudo, which always reads a password with -S
     (``-n`` would stop it from asking when one is needed)."""
     return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
+
+
+# Shells (ansible's ``executable``) that show a module nothing of
+# themselves, but bash its ``_`` and SHLVL: a module runs here in our
+# interpreter.  Through any other (a wrapper that sets a umask or exports
+# variables, one that is missing) it runs as given, through that shell.
+_PLAIN_SHELLS = frozenset(
+    prefix + name for name in ('sh', 'bash', 'dash')
+    for prefix in ('', '/bin/', '/usr/bin/'))
 
 
 class _SshFailed(AnsibleConnectionFailure):

@@ -142,3 +142,44 @@ def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
         'before any library', 'first version', 'again, warm',
         'second version', 'after removal')] == \
         ['ImportError', 1, 1, 22222, 'ImportError'], values
+
+
+WRAPPED_BOOK = """
+- hosts: targets
+  gather_facts: false
+  vars: {ansible_shell_executable: "%(wrapper)s"}
+  tasks:
+    - {name: wrapped, command: printenv PLASMID_WRAPPED}
+    - {name: wrapped as root, command: printenv PLASMID_WRAPPED,
+       become: true}
+    - {name: made under its umask, copy: {content: x, dest: "%(out)s/made"}}
+    - {name: gone, file: {path: "%(out)s/made", state: absent}}
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_shell_executable_that_wraps_the_module_runs_it(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible_shell_executable (or [defaults] executable) runs a
+    pipelined module under vanilla: a wrapper's umask and variables reach
+    it.  Ours ran the module in our interpreter without it (printenv
+    failed, the copy was 0644 where vanilla's is 0600)."""
+    shared = tempfile.mkdtemp(prefix='plasmid-wrapper-')
+    try:
+        os.chmod(shared, 0o777)
+        wrapper = os.path.join(shared, 'wrap.sh')
+        with open(wrapper, 'w') as f:
+            f.write('#!/bin/sh\numask 077\nexport PLASMID_WRAPPED=yes\n'
+                    'exec /bin/sh "$@"\n')
+        os.chmod(wrapper, 0o755)
+        book = WRAPPED_BOOK % {'wrapper': wrapper, 'out': shared}
+        vanilla, ours = run_both(ansible_bin, tmp_path, book,
+                                 inventory(sshd, ansible_account))
+        results = {name: r['result']
+                   for (_, name), r in ours.by_task().items()}
+        assert results['wrapped']['stdout'] == 'yes'
+        assert results['wrapped as root']['stdout'] == 'yes'
+        assert results['made under its umask']['mode'] == '0600'
+    finally:
+        shutil.rmtree(shared)
+
