@@ -311,7 +311,7 @@ class Broker:
         account_changes): the login's interpreters after a change of the
         login account, the become ones after a change of sudo's rules."""
         login_changed = account is not None and \
-            account == spec['login'].get('username')
+            account == spec['login'].get('account')
         rules_changed = account is None and \
             account_changes.touches_sudo_rules(job)
         if not (login_changed or rules_changed) or \

@@ -178,8 +178,11 @@ class Connection(ConnectionBase):
         return {
             'method': 'ssh',
             'hostname': self._hostname(),
-            'port': int(port) if port else None,
-            'username': self.get_option('remote_user'),
+            'name': 'ssh.%s%s' % (self._hostname(),
+                                  ':%d' % int(port) if port else ''),
+            # The port and user are among ssh_args, where vanilla puts
+            # them; as -p and -l they would come first and win over them.
+            'account': self.get_option('remote_user'),
             'password': password,
             'ssh_args': args,
             'ssh_path': self.get_option('ssh_executable') or None,
@@ -206,8 +209,8 @@ class Connection(ConnectionBase):
                   timeout: int) -> list[str]:
         """ssh's options, the key file to offer among them (none when the
         key is in the agent).  Each option where vanilla puts it: ssh takes
-        an option's first value, so one in ssh_args wins over ours, ours
-        over one in the common or extra args.  (2.18's ssh plugin has no
+        an option's first value, so one in ssh_args wins over ours (the
+        port and user too), ours over one in the common or extra args.  (2.18's ssh plugin has no
         verbosity: its variable means nothing there.)"""
         args = _pkcs11_args(provider, password, mechanism)
         if _SINCE_2_19:
@@ -215,6 +218,9 @@ class Connection(ConnectionBase):
         args += _split_args(self.get_option('ssh_args') or '')
         if not self.get_option('host_key_checking'):
             args += ['-o', 'StrictHostKeyChecking=no']
+        port = self.get_option('port')
+        if port:
+            args += ['-o', 'Port=%d' % int(port)]
         identity_file = self.get_option('private_key_file')
         agent_key = self._agent_key()
         if agent_key is not None:
@@ -229,6 +235,9 @@ class Connection(ConnectionBase):
             # warning joined an unreachable host's message).
             args += ['-o', 'IdentityFile="%s"'
                      % os.path.expanduser(identity_file)]
+        user = self.get_option('remote_user')
+        if user:
+            args += ['-o', 'User="%s"' % user]
         args += ['-o', 'ConnectTimeout=%d' % timeout]
         for option in ('ssh_common_args', 'ssh_extra_args'):
             args += _split_args(self.get_option(option) or '')

@@ -397,6 +397,7 @@ class Pool:
         login is tried again up to its ``retries`` times while it fails as
         a connection, pausing between tries as vanilla's ssh plugin does."""
         method = login.pop('method')
+        login.pop('account', None)  # the login's user, for the broker
         if method not in LOGIN_METHODS:
             raise ValueError('no such login method: %r' % (method,))
         if method == 'kubectl':

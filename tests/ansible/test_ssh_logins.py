@@ -160,6 +160,22 @@ def test_unreachable_without_pipelining_set_reads_like_vanilla(
     assert 'Failed to connect to the host via ssh' in said[0][1], said
 
 
+@pytest.mark.parametrize('option', ['Port=1', 'User=nosuchuser'])
+def test_ssh_args_win_over_the_port_and_user_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path, option):
+    """ssh takes an option's first value.  Vanilla puts ssh_args before
+    the port and user it adds; we gave them as -p and -l, first, so
+    ``-o User=...`` in ssh_args lost to ansible_user (a login as another
+    account than vanilla's) and ``-o Port=...`` to ansible_port."""
+    inv = inventory(sshd, ansible_account,
+                    extra="ansible_ssh_args='-o %s'" % option)
+    runs = [run_playbook(ansible_bin, tmp_path, WHO_LOGS_IN, inv,
+                         accelerated) for accelerated in (False, True)]
+    assert [run.by_task()[('t1', 'who')]['status'] for run in runs] == \
+        ['unreachable', 'unreachable'], runs[1].output
+    assert runs[0].rc == runs[1].rc == 4
+
+
 UNREACHABLE_NO_LOG = """
 - hosts: targets
   gather_facts: false
