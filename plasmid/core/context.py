@@ -41,7 +41,9 @@ def _function_ref(func):
     module = getattr(func, '__module__', None)
     if isinstance(owner, types.ModuleType):
         module = owner.__name__
-    elif not isinstance(owner, (type, type(None))):
+    elif isinstance(owner, type):
+        module = module or owner.__module__  # a C class method has none
+    elif owner is not None:
         module = None  # bound to an instance
     if module == '__main__':
         module = main_module_name()

@@ -109,6 +109,14 @@ def test_static_and_class_methods(ctx: plasmid.Context) -> None:
     assert ctx.call(local_fns.Tools.describe, '!') == 'Tools!'
 
 
+def test_class_methods_written_in_c(ctx: plasmid.Context) -> None:
+    """Bound to their type, they name no module of their own: they were
+    refused ("cannot be called by name")."""
+    assert ctx.call(int.from_bytes, b'\x01\x00', 'big') == 256
+    assert ctx.call(bytes.fromhex, '41') == b'A'
+    assert ctx.call(dict.fromkeys, 'ab') == {'a': None, 'b': None}
+
+
 # ----------------------------------------------------------------- errors
 
 @pytest.mark.parametrize('version', ['2.7', 'master'])
