@@ -84,6 +84,10 @@ def _checked_seconds(option: str, seconds: Any,
     return float(seconds)
 
 
+# Router.shutdown()'s default wait: the router's own shutdown_timeout.
+SHUTDOWN_TIMEOUT = object()
+
+
 def _checked_wait(option: str, seconds: Any) -> float:
     """*seconds* for a shutdown's wait as a call's result() takes them
     (None or infinity: without limit, a negative one: none), within what
@@ -1015,12 +1019,14 @@ class Router:
             if boot.error is not None:
                 self.boots.pop(context_id, None)
 
-    def shutdown(self, timeout: Optional[float] = None) -> None:
-        """Stop every context, wait for them, and free every resource."""
+    def shutdown(self, timeout: Any = SHUTDOWN_TIMEOUT) -> None:
+        """Stop every context, wait for them at most *timeout* seconds
+        (by default the router's ``shutdown_timeout``; None: no limit, as
+        for ``result()``), and free every resource."""
         if self.closed:
             return
-        timeout = self.shutdown_timeout if timeout is None else \
-            _checked_wait('timeout', timeout)
+        timeout = self.shutdown_timeout if timeout is SHUTDOWN_TIMEOUT \
+            else _checked_wait('timeout', timeout)
         deadline = time.time() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once

@@ -8,6 +8,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+import time
 from typing import Iterator
 
 import pytest
@@ -388,6 +390,28 @@ def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
     with pytest.raises(ValueError, match='max_message_size must be a '
                        'whole number of bytes from 4096 to 4294967295'):
         plasmid.Router(max_message_size=size)
+
+
+def test_a_router_shutdown_with_no_timeout_waits_for_a_busy_call(
+        tmp_path) -> None:
+    """timeout=None means no limit, as for result() and Context.shutdown;
+    Router.shutdown took it for its default, shutdown_timeout, and killed
+    the context while its call ran."""
+    release = tmp_path / 'release'
+    released = threading.Event()
+
+    def release_later() -> None:
+        time.sleep(1.0)  # well past the shutdown_timeout
+        released.set()
+        release.write_text('')
+
+    router = plasmid.Router(shutdown_timeout=0.1)
+    ctx = router.local()
+    call = ctx.call_async(local_fns.wait_for_file, str(release), 'done')
+    threading.Thread(target=release_later).start()
+    router.shutdown(timeout=None)
+    assert released.is_set()  # it waited for the call to end
+    assert call.result(timeout=0) == 'done'
 
 
 @pytest.mark.parametrize('timeout, error', [
