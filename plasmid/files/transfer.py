@@ -17,7 +17,7 @@ import os
 import time
 import uuid
 from collections import deque
-from typing import Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from plasmid.core.compat import bytes_from_wire
 from plasmid.core.context import Context, Future
@@ -76,6 +76,7 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
     *timeout*: seconds any one answer may take, else
     :class:`plasmid.TimeoutError` (the steps already sent still run there:
     the file may yet appear, whole)."""
+    check_context(context, 'put_file')
     remote_path = remote_path_of(remote_path)
     check_arguments(mode, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
@@ -103,6 +104,7 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     :class:`plasmid.CallError`, an answer that takes longer than *timeout*
     seconds :class:`plasmid.TimeoutError`; *local_path* is then
     untouched."""
+    check_context(context, 'fetch_file')
     remote_path = remote_path_of(remote_path)
     check_arguments(None, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
@@ -122,6 +124,13 @@ def fitting_chunk(context: Context, chunk_size: int) -> int:
     smaller: a chunk and its message's other fields must fit in one
     message (a 4 MiB chunk under a 4 KiB limit failed with StreamError)."""
     return max(1, min(chunk_size, context.router.max_message // 2))
+
+
+def check_context(context: Any, caller: str) -> None:
+    """Refuse what cannot be called (a host name, say) before anything
+    moves: it failed as an AttributeError from inside the copy."""
+    if not callable(getattr(context, 'call_async', None)):
+        raise TypeError('%s takes a context, not %r' % (caller, context))
 
 
 def remote_path_of(path: Path) -> str:

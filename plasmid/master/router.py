@@ -154,6 +154,21 @@ def _checked_python_path(python_path: Any) -> Any:
                     'strings (an argv), not %r' % (python_path,))
 
 
+def _checked_program(option: str, path: Any) -> Optional[str]:
+    """A program's (or a key file's) path: a string or os.PathLike, made
+    a string, which a start through another context can send."""
+    if path is None:
+        return None
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError('%s must be a path (a string or os.PathLike), '
+                        'not %r' % (option, path))
+    if not path:
+        raise ValueError('%s must not be empty' % option)
+    return path
+
+
 def _checked_args(option: str, args: Any,
                   refusal: Optional[Callable[[list[str]], Optional[str]]]
                   = None) -> list[str]:
@@ -566,12 +581,13 @@ class Router:
                                                   what='a host name'),
                            port=_checked_port(port),
                            username=_checked_user_name(username),
-                           identity_file=identity_file,
+                           identity_file=_checked_program(
+                               'identity_file', identity_file),
                            password=_checked_password(password),
                            python_path=python_path or 'python3',
                            ssh_args=_checked_args('ssh_args', ssh_args,
                                                   ssh_method.refusal),
-                           ssh_path=ssh_path,
+                           ssh_path=_checked_program('ssh_path', ssh_path),
                            keepalive=_checked_keepalive(keepalive),
                            password_prompt=password_prompt,
                            # Without a password ssh has no terminal, and
@@ -596,7 +612,8 @@ class Router:
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            sudo_args=_checked_args('sudo_args', sudo_args),
-                           sudo_path=sudo_path, set_home=bool(set_home),
+                           sudo_path=_checked_program('sudo_path', sudo_path),
+                           set_home=bool(set_home),
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
     def su(self, username: str = 'root', password: Optional[str] = None,
@@ -618,7 +635,7 @@ class Router:
                            python_path=self._python(python_path, via),
                            su_args=_checked_args('su_args', su_args,
                                                  su_method.refusal),
-                           su_path=su_path,
+                           su_path=_checked_program('su_path', su_path),
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
     def doas(self, username: str = 'root', password: Optional[str] = None,
@@ -636,7 +653,7 @@ class Router:
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
                            doas_args=_checked_args('doas_args', doas_args),
-                           doas_path=doas_path,
+                           doas_path=_checked_program('doas_path', doas_path),
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
     def docker(self, container: str, username: Optional[str] = None,
@@ -655,7 +672,8 @@ class Router:
         to ``docker`` before ``exec`` (``--context``, ``--host``)."""
         return self._start_in_container(
             'docker', container, username, via, python_path, exec_args,
-            name, connect_timeout, docker_path=docker_path,
+            name, connect_timeout,
+            docker_path=_checked_program('docker_path', docker_path),
             client_args=_checked_args('docker_args', docker_args))
 
     def podman(self, container: str, username: Optional[str] = None,
@@ -669,7 +687,8 @@ class Router:
         ``podman`` before ``exec`` (``--remote``, ``--url``, ``--root``)."""
         return self._start_in_container(
             'podman', container, username, via, python_path, exec_args,
-            name, connect_timeout, podman_path=podman_path,
+            name, connect_timeout,
+            podman_path=_checked_program('podman_path', podman_path),
             client_args=_checked_args('podman_args', podman_args))
 
     def lxc(self, container: str, via: Optional[MasterContext] = None,
@@ -686,7 +705,8 @@ class Router:
                            python_path=_target_python(python_path),
                            attach_args=_checked_args('attach_args',
                                                      attach_args),
-                           lxc_attach_path=lxc_attach_path)
+                           lxc_attach_path=_checked_program('lxc_attach_path',
+                                                            lxc_attach_path))
 
     def kubectl(self, pod: str, container: Optional[str] = None,
                 namespace: Optional[str] = None,
@@ -716,7 +736,8 @@ class Router:
                            kubectl_args=_checked_args('kubectl_args',
                                                       kubectl_args),
                            exec_args=_checked_args('exec_args', exec_args),
-                           kubectl_path=kubectl_path,
+                           kubectl_path=_checked_program('kubectl_path',
+                                                         kubectl_path),
                            program_env=_checked_env('kubectl_env',
                                                     kubectl_env))
 
@@ -751,7 +772,8 @@ class Router:
                            pid=_checked_pid(pid),
                            namespaces=_checked_namespaces(namespaces),
                            python_path=_target_python(python_path),
-                           nsenter_path=nsenter_path)
+                           nsenter_path=_checked_program('nsenter_path',
+                                                         nsenter_path))
 
     def _python(self, python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:

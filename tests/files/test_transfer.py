@@ -297,6 +297,17 @@ def test_bad_arguments_are_refused_before_anything_moves(
     assert sorted(os.listdir(tmp_path)) == ['source']
 
 
+@pytest.mark.parametrize('copy', ['put_file', 'fetch_file'])
+def test_what_is_no_context_is_refused_by_name(tmp_path, copy) -> None:
+    """A host name where the context goes: it failed with an
+    AttributeError from inside the copy."""
+    with pytest.raises(TypeError, match="%s takes a context, not 'web1'"
+                       % copy):
+        getattr(plasmid, copy)('web1', str(tmp_path / 'a'),
+                               str(tmp_path / 'b'))
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize('size', [100, 3 * CHUNK + 5])
 def test_a_context_that_does_not_answer_in_time_raises_timeout(
         router, tmp_path, size) -> None:

@@ -6,6 +6,7 @@ import builtins
 import functools
 import logging
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -297,6 +298,40 @@ def test_extra_arguments_that_are_no_list_of_strings_are_refused(
                        % option):
         getattr(router, method)(**needs, **{option: args})
     assert router.streams == []
+
+
+@pytest.mark.parametrize('method, option, needs', [
+    ('ssh', 'identity_file', {'hostname': 'h'}),
+    ('ssh', 'ssh_path', {'hostname': 'h'}),
+    ('sudo', 'sudo_path', {}), ('su', 'su_path', {}),
+    ('doas', 'doas_path', {}),
+    ('podman', 'podman_path', {'container': 'c'}),
+    ('docker', 'docker_path', {'container': 'c'}),
+    ('lxc', 'lxc_attach_path', {'container': 'c'}),
+    ('kubectl', 'kubectl_path', {'pod': 'p'}),
+    ('setns', 'nsenter_path', {'pid': 1}),
+])
+def test_a_program_or_key_path_that_is_no_path_is_refused(
+        router: plasmid.Router, method, option, needs) -> None:
+    """Before, 5 failed in os.fspath deep in the start (through another
+    context: a CallError with spawn.py's traceback), and a pathlib.Path
+    worked directly but could not be sent through another context."""
+    start = getattr(router, method)
+    with pytest.raises(TypeError, match='%s must be a path' % option):
+        start(**needs, **{option: 5})
+    with pytest.raises(ValueError, match='%s must not be empty' % option):
+        start(**needs, **{option: ''})
+    assert router.streams == []
+
+
+def test_a_path_object_for_a_program_goes_through_another_context(
+        router: plasmid.Router, tmp_path) -> None:
+    """It is sent as a string ("cannot send a value of type PosixPath")."""
+    top = router.local()
+    with pytest.raises(plasmid.ConnectError):
+        router.ssh('127.0.0.1', via=top, connect_timeout=5,
+                   ssh_path=pathlib.Path('/nonexistent/ssh'))
+    assert top.call(os.getpid) == top.info['pid']
 
 
 @pytest.mark.parametrize('method, kwargs, named', [
