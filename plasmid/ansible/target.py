@@ -742,12 +742,16 @@ def _run_on_tty(path, argv, terminal, prompt=None, password=None,
             if not data:
                 break
             chunks.append(data)
+        # Waited for before our side closes: nothing holds the terminal
+        # now, but the command may still be running (bash runs a single
+        # command in its own place, and it may close its fds early); the
+        # close would hang it up (SIGHUP), where sshd waits for its exit.
+        return proc.wait(), b''.join(chunks), b''
     except BaseException:
         _stop(proc)
         raise
     finally:
         os.close(master)
-    return proc.wait(), b''.join(chunks), b''
 
 
 def _read_some(fd):

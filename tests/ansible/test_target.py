@@ -300,6 +300,21 @@ def test_a_terminal_gets_the_type_it_is_given(version):
         assert (rc, out) == (0, '[vt220]\r\n')
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_command_that_lets_go_of_its_terminal_before_it_ends(version):
+    """Its exit status, not a hang-up: the terminal's reader sees the end
+    (EIO) once nothing holds the terminal, and closed its side before
+    waiting, which hung up a command still running (raw under bash, which
+    runs a single command in its own place, failed "Failed to connect to
+    the host via ssh" when its command had not yet exited)."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        rc, out, _ = ctx.call(target.run_shell,
+                              'exec <&- >&- 2>&-; sleep 0.3; exit 3',
+                              None, None, None, None, u'vt220')
+        assert (rc, out) in ((3, b''), (3, u''))
+
+
 @pytest.mark.parametrize('version', ['3.8', '3.13'])
 def test_code_this_python_cannot_compile_sends_the_module_to_its_script(
         version):
