@@ -10,20 +10,28 @@ Ours are started once per host and account, so:
   it names (usermod refuses to change a uid or home while a process of
   the account runs, userdel to delete it), and the next task as that
   account starts one afresh, with the new groups and password;
-- after a ``user`` task that changed the *login* account, the host's
-  interpreters are all started afresh (its groups, as after
-  ``meta: reset_connection``);
+- after a ``user`` task that changed an account, the logins as that
+  account are started afresh with all their interpreters (its groups, as
+  after ``meta: reset_connection``);
+- after a ``group`` task that changed a group, every interpreter of the
+  machine is (any account's groups may have changed);
 - after a task that changed a file of sudo's rules (``/etc/sudoers``,
-  ``/etc/sudoers.d/...``), every become interpreter of the host is, so
+  ``/etc/sudoers.d/...``), every become interpreter of the machine is, so
   that a rule taken away is taken away at once, as under vanilla.
+
+"The machine" is every login the broker keeps to it: the same host and
+port under other inventory names or accounts (pool.py's ``_machine``); a
+change made through one login reaches the others.  Changes made by other
+means (``command: usermod``, an edit by ``shell``) are not seen.
 """
 from __future__ import annotations
 
 import json
 from typing import Optional
 
-# Modules that change accounts (by module_fqn's last part).
+# Modules that change accounts (by module_fqn's last part), and groups.
 ACCOUNT_MODULES = {'user'}
+GROUP_MODULES = {'group'}
 SUDO_RULES = '/etc/sudoers'
 
 
@@ -42,6 +50,12 @@ def account_of(job: dict) -> Optional[str]:
     args = _arguments(job)
     name = args.get('name') or args.get('user')
     return name if isinstance(name, str) else None
+
+
+def changes_groups(job: dict) -> bool:
+    """Whether the module run may change a group (its gid, its members:
+    any account's groups, fixed when a process logs in)."""
+    return job['module_fqn'].rpartition('.')[2] in GROUP_MODULES
 
 
 def touches_sudo_rules(job: dict) -> bool:

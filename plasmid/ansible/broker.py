@@ -307,19 +307,21 @@ class Broker:
 
     def _after_account_change(self, spec: dict, job: dict,
                               account: Optional[str], stdout: bytes) -> None:
-        """Start afresh what a task's change made stale (see
-        account_changes): the login's interpreters after a change of the
-        login account, the become ones after a change of sudo's rules."""
-        login_changed = account is not None and \
-            account == spec['login'].get('account')
-        rules_changed = account is None and \
+        """Start afresh what a task's change made stale on the machine,
+        whichever of its logins made it (see account_changes): the logins
+        as an account that changed, everything after a group changed, the
+        become interpreters after a change of sudo's rules."""
+        groups = account_changes.changes_groups(job)
+        rules = account is None and not groups and \
             account_changes.touches_sudo_rules(job)
-        if not (login_changed or rules_changed) or \
+        if not (account or groups or rules) or \
                 not account_changes.reported_change(stdout):
             return
-        if login_changed:
-            self.counts['logins_reset'] += 1
-            self.pool.reset(spec)
+        if groups:
+            self.counts['logins_reset'] += bool(self.pool.reset_machine(spec))
+        elif account:
+            self.counts['logins_reset'] += bool(
+                self.pool.reset_account(spec, account))
         else:
             self.counts['contexts_retired'] += self.pool.retire_become(spec)
 

@@ -950,7 +950,58 @@ def test_account_and_sudo_rule_changes_are_seen_as_in_vanilla(
     assert 'plasmid-joined' in out["the login's groups after"].split()
     assert out['its uid after'] == str(uid)
     assert out['as root after'] == 'root'
-    assert ours.stats['logins_reset'] == 2, ours.stats  # joined, left
+    # The group made, the login joined and left, the group gone.
+    assert ours.stats['logins_reset'] == 4, ours.stats
+
+
+RULE_CHANGED_THROUGH_ANOTHER_LOGIN = """
+- hosts: t1
+  gather_facts: false
+  tasks:
+    - {name: path before, command: printenv PATH, become: true}
+- hosts: t2
+  gather_facts: false
+  tasks:
+    - name: a rule for the account
+      copy:
+        content: 'Defaults:%(login)s secure_path="/opt/plasmid-rule:/usr/bin:/bin"'
+        dest: /etc/sudoers.d/plasmid-test-path
+        mode: '0440'
+      become: true
+- hosts: t1
+  gather_facts: false
+  tasks:
+    - {name: path after, command: printenv PATH, become: true}
+- hosts: t2
+  gather_facts: false
+  tasks:
+    - name: the rule goes
+      file: {path: /etc/sudoers.d/plasmid-test-path, state: absent}
+      become: true
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_sudo_rule_changed_through_another_login_is_seen(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """t1 and t2 are one machine under two inventory names.  A rule
+    changed through t2 retired t2's become interpreters only, and t1's
+    tasks as root went on under the old rules (a right taken away kept
+    working) where vanilla's sudo reads them again."""
+    book = RULE_CHANGED_THROUGH_ANOTHER_LOGIN % {'login': ansible_account}
+    lines = inventory(sshd, ansible_account, hosts=('t1', 't2')).splitlines()
+    # Another login to the same machine: t1's spec would be t2's.
+    lines[2] += ' ansible_ssh_extra_args=-oCompression=no'
+    inv = '\n'.join(lines) + '\n'
+    try:
+        vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
+    finally:
+        if os.path.exists('/etc/sudoers.d/plasmid-test-path'):
+            os.remove('/etc/sudoers.d/plasmid-test-path')
+    assert vanilla.rc == 0, vanilla.output
+    out = {r['task']: r['result'].get('stdout') for r in ours.results}
+    assert out['path after'] == '/opt/plasmid-rule:/usr/bin:/bin'
+    assert out['path before'] != out['path after']
 
 
 RAW_TERMINAL = """
