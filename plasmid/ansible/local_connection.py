@@ -92,6 +92,15 @@ class Connection(connection.Connection):
         vanilla.cwd = self.cwd
         return vanilla
 
+    def _error_for(self, exc: BrokerError) -> Exception:
+        """A local interpreter that did not start (a python_path that is
+        missing or no Python): vanilla's plugin runs the module as given
+        and the task fails in its words (rc 127, "The module interpreter
+        ... was not found"), the host still reachable."""
+        if exc.kind == 'connect':
+            return connection._NoPythonThere()
+        return super()._error_for(exc)
+
     def _broker_error(self, exc: BrokerError) -> Exception:
         """A local interpreter that did not start or was lost: no host
         was unreachable, but the task cannot run."""

@@ -134,3 +134,34 @@ def test_what_we_do_not_host_runs_and_fails_as_vanilla_says(
         'status'] == 'failed'
     assert ours.stats.get('shell_as_given', 0) == 0, ours.stats
     assert 'Traceback' not in ours.output
+
+
+NO_PYTHON_HERE = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a missing interpreter
+      ping:
+      vars: {ansible_python_interpreter: /nonexistent/python}
+      ignore_errors: true
+    - name: an interpreter that is no Python
+      ping:
+      vars: {ansible_python_interpreter: /bin/false}
+      ignore_errors: true
+    - {name: after, command: echo after}
+"""
+
+
+def test_an_interpreter_that_does_not_start_fails_the_task_as_vanilla(
+        ansible_bin, tmp_path):
+    """Vanilla runs the module through sh, and the task fails (rc 127, or
+    1 for /bin/false), ignorable; ours called the host unreachable, and
+    the play's later tasks did not run."""
+    vanilla = run_local(ansible_bin, tmp_path, NO_PYTHON_HERE, False)
+    ours = run_local(ansible_bin, tmp_path, NO_PYTHON_HERE, True)
+    assert_same(vanilla, ours)
+    results = ours.by_task()
+    assert [results[('here', task)]['status'] for task in (
+        'a missing interpreter', 'an interpreter that is no Python',
+        'after')] == ['failed', 'failed', 'ok'], ours.output
+
