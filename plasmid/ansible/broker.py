@@ -144,6 +144,10 @@ class Broker:
         except RunFromScript:
             return ('error', 'from-script', '')
         except ConnectError as exc:
+            cannot_run = getattr(exc, 'cannot_run', None)
+            if cannot_run is not None and cannot_run[0] is not None:
+                return ('error', 'cannot-run',
+                        '%d %s\n%s' % (cannot_run + (exc,)))
             if spawn.python_missing(exc):
                 return ('error', 'no-python', str(exc))
             if spawn.password_refused(exc):  # ssh asked again: its words

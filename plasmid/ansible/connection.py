@@ -326,11 +326,29 @@ class Connection(ConnectionBase):
             return _RunFromScript()
         if exc.kind == 'no-python':
             return _NoPythonThere()
+        if exc.kind == 'cannot-run':
+            return self._cannot_run(*str(exc).split('\n', 1))
         if exc.kind == 'password-refused':
             return self._password_refused(str(exc))
         if exc.kind in _BECOME_FAILURES:
             return self._become_failed(exc.kind)
         return self._broker_error(exc)
+
+    def _cannot_run(self, which: str, message: str) -> Exception:
+        """The login's program (ssh, sshpass) would not start: *which* is
+        its errno and path, *message* our words.  Vanilla's ssh plugin
+        fails the task (the host is not unreachable) with Popen's error:
+        in its message on 2.18, as its cause on 2.19+."""
+        number, _, program = which.partition(' ')
+        cause = OSError(int(number), os.strerror(int(number)),
+                        os.fsencode(program))
+        if not _SINCE_2_19:
+            return AnsibleError('Unable to execute ssh command line on a '
+                                'controller due to: %s' % cause)
+        error = AnsibleError('Unable to execute ssh command line on a '
+                             'controller.')
+        error.__cause__ = cause
+        return error
 
     def _show_warnings(self) -> None:
         """What the broker met on this call's way that vanilla would have

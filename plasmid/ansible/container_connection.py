@@ -57,6 +57,12 @@ class _ContainerConnection(connection.Connection):
                   sudoable: bool) -> Optional[str]:
         return None  # exec without -t, as the collections' plugins
 
+    def _cannot_run(self, which: str, message: str) -> Exception:
+        """The client (podman, docker ...) would not start: as any failed
+        start of the container's interpreter."""
+        from plasmid.ansible.client import BrokerError
+        return self._broker_error(BrokerError('connect', message))
+
     def _broker_error(self, exc: BrokerError) -> Exception:
         """The container's interpreter did not start or was lost: the
         host is unreachable, in the client's words."""

@@ -97,7 +97,7 @@ class Connection(connection.Connection):
         missing or no Python): vanilla's plugin runs the module as given
         and the task fails in its words (rc 127, "The module interpreter
         ... was not found"), the host still reachable."""
-        if exc.kind == 'connect':
+        if exc.kind in ('connect', 'cannot-run'):
             return connection._NoPythonThere()
         return super()._error_for(exc)
 

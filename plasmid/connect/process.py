@@ -51,7 +51,11 @@ class Process(object):
             for fd in _flatten(pipes) + [self.tty_fd, tty_slave]:
                 _close(fd)
             if isinstance(exc, OSError):
-                raise _start_error(argv, exc)
+                error = _start_error(argv, exc)
+                # Which program would not run, and why, for callers that
+                # word it their own way (the Ansible ssh plugin).
+                error.cannot_run = (exc.errno, argv[0])
+                raise error
             raise
         for fd in (pipes[0][0], pipes[1][1], pipes[2][1]):
             _close(fd)

@@ -176,6 +176,27 @@ def test_ssh_args_win_over_the_port_and_user_as_in_vanilla(
     assert runs[0].rc == runs[1].rc == 4
 
 
+def test_an_ssh_program_that_does_not_run_fails_the_task_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla's ssh plugin fails the task ("Unable to execute ssh command
+    line on a controller", Popen's error as its cause on 2.19+); ours
+    called the host unreachable ("cannot run /nonexistent/ssh")."""
+    inv = inventory(sshd, ansible_account,
+                    extra='ansible_ssh_executable=/nonexistent/ssh')
+    runs = [run_playbook(ansible_bin, tmp_path, WHO_LOGS_IN, inv,
+                         accelerated) for accelerated in (False, True)]
+    vanilla, ours = [run.by_task()[('t1', 'who')] for run in runs]
+    assert (ours['status'], ours['result']['msg']) == \
+        (vanilla['status'], vanilla['result']['msg']) == \
+        ('failed', vanilla['result']['msg']), runs[1].output
+    assert 'Unable to execute ssh command line on a controller' in \
+        vanilla['result']['msg']
+    assert runs[0].rc == runs[1].rc
+    assert "No such file or directory: b'/nonexistent/ssh'" in \
+        runs[1].output
+    assert 'Traceback' not in runs[1].output
+
+
 UNREACHABLE_NO_LOG = """
 - hosts: targets
   gather_facts: false
