@@ -102,10 +102,21 @@ def _destinations(sources: List[Context],
         if callable(local_path):
             path = local_path(context)
         else:
-            path = os.fspath(local_path).format(name=context.name,
-                                                id=context.context_id)
+            path = _filled_in(os.fspath(local_path), context)
         paths[context] = os.fspath(path)
     if len(set(paths.values())) < len(paths):
         raise ValueError('gather_file would write the files of two contexts '
                          'to one path: put {name} or {id} in local_path')
     return paths
+
+
+def _filled_in(template: str, context: Context) -> str:
+    """*template* with the context's ``{name}`` and ``{id}``; another
+    field (``{host}``), or a lone brace, is refused naming them."""
+    try:
+        return template.format(name=context.name, id=context.context_id)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError('local_path %r may name {name} and {id} only '
+                         '(double a brace meant as itself): %s'
+                         % (template, exc)) from None
+

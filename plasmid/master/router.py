@@ -154,6 +154,14 @@ def _checked_python_path(python_path: Any) -> Any:
                     'strings (an argv), not %r' % (python_path,))
 
 
+def _checked_flag(option: str, value: Any) -> bool:
+    """True or False, nothing taken for one: ``set_home='no'`` was
+    true."""
+    if not isinstance(value, bool):
+        raise TypeError('%s must be True or False, not %r' % (option, value))
+    return value
+
+
 def _checked_program(option: str, path: Any) -> Optional[str]:
     """A program's (or a key file's) path: a string or os.PathLike, made
     a string, which a start through another context can send."""
@@ -495,6 +503,8 @@ class Router:
         ``'X.Y'`` to an interpreter, or None (such contexts compile what
         they import).  *send_bytecode* False: every context compiles."""
         interpreters = checked_interpreters(compilers)
+        threaded = _checked_flag('threaded', threaded)
+        send_bytecode = _checked_flag('send_bytecode', send_bytecode)
         max_message_size = _checked_message_limit(max_message_size)
         shutdown_timeout = _checked_wait('shutdown_timeout', shutdown_timeout)
         self.loop = Loop()
@@ -613,7 +623,8 @@ class Router:
                            python_path=self._python(python_path, via),
                            sudo_args=_checked_args('sudo_args', sudo_args),
                            sudo_path=_checked_program('sudo_path', sudo_path),
-                           set_home=bool(set_home),
+                           set_home=_checked_flag('set_home',
+                                                   set_home),
                            prompt_timeout=_checked_timeout(prompt_timeout))
 
     def su(self, username: str = 'root', password: Optional[str] = None,

@@ -141,6 +141,16 @@ def test_two_contexts_to_one_path_are_refused_before_anything_moves(
     assert sorted(os.listdir(tmp_path)) == ['0', '1']
 
 
+@pytest.mark.parametrize('template', ['{host}.log', '{0}.log', '{name'])
+def test_a_destination_naming_other_fields_is_refused(
+        router, tmp_path, template) -> None:
+    """It failed with a bare KeyError ('host') from inside the copy."""
+    source = serving(router.local(), tmp_path / 'src', b'x')
+    with pytest.raises(ValueError, match='may name {name} and {id} only'):
+        plasmid.gather_file([source], 'data', str(tmp_path / template))
+    assert os.listdir(tmp_path) == ['src']
+
+
 def test_a_destination_of_bytes_is_refused(router, tmp_path) -> None:
     with pytest.raises(TypeError, match='local_path must be'):
         plasmid.gather_file([router.local()], 'data', b'/tmp/{name}')

@@ -417,6 +417,19 @@ def test_a_password_that_is_no_line_of_text_is_refused(
     assert router.streams == []
 
 
+@pytest.mark.parametrize('value', ['no', 0, None])
+def test_a_flag_that_is_no_bool_is_refused(router: plasmid.Router,
+                                           value) -> None:
+    """Its truth was taken: set_home='no' meant True."""
+    for option in ('threaded', 'send_bytecode'):
+        with pytest.raises(TypeError, match='%s must be True or False'
+                           % option):
+            plasmid.Router(**{option: value})
+    with pytest.raises(TypeError, match='set_home must be True or False'):
+        router.sudo(set_home=value)
+    assert router.streams == []
+
+
 @pytest.mark.parametrize('size', [0, -5, 1024, 1 << 32, 1.5, '4096', True,
                                   None])
 def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
