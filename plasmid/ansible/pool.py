@@ -121,6 +121,9 @@ class Target:
         # None when idle, since idle_since (time.monotonic()).  See Pool.
         self.holder: Optional[int] = None
         self.idle_since = 0.0
+        # Made stale (an account or sudo's rules changed) while another
+        # thread's task used it: shut down when that task lets go.
+        self.stale = False
 
     def send_ahead(self, entry: SentAhead) -> int:
         """Note a call sent ahead; return how many are now on their way."""
@@ -200,7 +203,8 @@ class Pool:
         return self._lane((login, python, become), via, start)
 
     def release(self) -> None:
-        """Let go of the lanes this thread holds: its worker is done."""
+        """Let go of the lanes this thread holds: its worker is done.
+        Those made stale meanwhile are shut down now."""
         me = threading.get_ident()
         now = time.monotonic()
         with self.lock:
@@ -208,7 +212,11 @@ class Pool:
                 if found.holder == me:
                     found.holder = None
                     found.idle_since = now
+            stale = self._take_locked(
+                lambda key, found: found.stale and found.holder is None)
             self.released.notify_all()
+        for _, found in stale:
+            found.context.shutdown(wait=False)
 
     def _lanes(self, key: tuple) -> list[Target]:
         """Under the lock: the lanes of *key*, an empty list at first."""
@@ -532,14 +540,24 @@ class Pool:
 
     def _shut_down(self, chosen) -> int:
         """Shut down the contexts that *chosen* picks, become contexts
-        before the login contexts they run under."""
-        doomed = self._take(chosen)
+        before the login contexts they run under.  One that another
+        thread's task is using is marked stale instead, and shut down when
+        that task lets go (``release``): its task ends as it began."""
+        me = threading.get_ident()
+        with self.lock:
+            picked = [found for key, lanes in self.targets.items()
+                      for found in lanes if chosen(key, found)]
+            for found in picked:
+                if found.holder not in (None, me):
+                    found.stale = True
+            doomed = self._take_locked(
+                lambda key, found: chosen(key, found) and not found.stale)
         for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
             try:
                 found.context.shutdown(wait=True, timeout=5.0)
             except plasmid.Error:
                 pass
-        return len(doomed)
+        return len({id(found) for found in picked})
 
 
 def _rank(holder: Optional[int], me: int) -> int:

@@ -248,6 +248,39 @@ def test_retiring_an_account_ends_only_its_contexts(sshd):
         assert login.context.is_alive()
 
 
+def test_a_context_another_task_uses_is_retired_when_it_lets_go(sshd):
+    """sudo's rules changed (or an account) through one task while another
+    ran as root on the same machine: its context was shut down under it,
+    and its call failed as a lost connection.  Now it is marked stale and
+    shut down when that task lets go; the next task gets a new one."""
+    with plasmid.Router(threaded=True) as router:
+        contexts = pool.Pool(router)
+        holding, go_on = threading.Event(), threading.Event()
+        got: dict = {}
+
+        def task() -> None:
+            got['root'] = contexts.get(_spec(sshd, ROOT), None)
+            holding.set()
+            go_on.wait(60)
+            got['answer'] = got['root'].context.call(target.run_shell,
+                                                     'id -u')[:2]
+            contexts.release()
+        thread = threading.Thread(target=task)
+        thread.start()
+        assert holding.wait(60)
+        assert contexts.retire_become(_spec(sshd)) == 1
+        assert got['root'].context.is_alive()
+        go_on.set()
+        thread.join(60)
+        assert got['answer'] == (0, b'0\n')
+        deadline = time.monotonic() + 10
+        while got['root'].context.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not got['root'].context.is_alive()
+        again = contexts.get(_spec(sshd, ROOT), None)
+        assert again is not got['root'] and again.context.is_alive()
+
+
 def test_a_login_failing_as_a_connection_is_tried_again(sshd):
     """``retries`` more tries when ssh cannot connect, as vanilla's
     reconnection_retries; none when the interpreter is what is missing."""
