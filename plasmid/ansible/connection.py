@@ -210,8 +210,9 @@ class Connection(ConnectionBase):
         """ssh's options, the key file to offer among them (none when the
         key is in the agent).  Each option where vanilla puts it: ssh takes
         an option's first value, so one in ssh_args wins over ours (the
-        port and user too), ours over one in the common or extra args.  (2.18's ssh plugin has no
-        verbosity: its variable means nothing there.)"""
+        port and user too), ours over one in the common or extra args.
+        (2.18's ssh plugin has no verbosity: its variable means nothing
+        there.)"""
         args = _pkcs11_args(provider, password, mechanism)
         if _SINCE_2_19:
             args += _verbosity(self.get_option('verbosity'))

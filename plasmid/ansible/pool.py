@@ -545,19 +545,19 @@ class Pool:
         that task lets go (``release``): its task ends as it began."""
         me = threading.get_ident()
         with self.lock:
-            picked = [found for key, lanes in self.targets.items()
-                      for found in lanes if chosen(key, found)]
-            for found in picked:
+            picked = {id(found): found for key, lanes in self.targets.items()
+                      for found in lanes if chosen(key, found)}
+            for found in picked.values():
                 if found.holder not in (None, me):
                     found.stale = True
             doomed = self._take_locked(
-                lambda key, found: chosen(key, found) and not found.stale)
+                lambda key, found: id(found) in picked and not found.stale)
         for key, found in sorted(doomed, key=lambda kt: kt[0][2] is None):
             try:
                 found.context.shutdown(wait=True, timeout=5.0)
             except plasmid.Error:
                 pass
-        return len({id(found) for found in picked})
+        return len(picked)
 
 
 def _rank(holder: Optional[int], me: int) -> int:
