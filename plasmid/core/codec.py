@@ -100,10 +100,11 @@ def _enc_bytes(value, out, depth):
 
 def _check_depth(depth):
     # The peer refuses deeper values and would drop the whole stream:
-    # refuse them here, where the caller can be told.
+    # refuse them here, where the caller can be told.  The count named is
+    # a result's: a reply wraps it in one tuple.
     if depth >= MAX_DEPTH:
-        raise StreamError('cannot send values nested deeper than %d'
-                          % MAX_DEPTH)
+        raise StreamError('cannot send values nested more than %d '
+                          'containers deep' % (MAX_DEPTH - 1))
 
 
 def _sequence_encoder(tag):

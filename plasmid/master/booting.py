@@ -93,7 +93,8 @@ class Boot:
 
 
 class BootingFuture(Future):
-    """A call's future on a context started by this master: if the context
+    """A call's future on a context started by this master (or only named
+    to it: router.ReferencedContext, whose boot is None): if the context
     is lost because its boot failed, the call raises that ConnectError,
     not the ContextLost that a context lost later gives; a CallError the
     user's script raised at its top level says so (call_errors)."""

@@ -320,6 +320,15 @@ def _why_not_called_by_name(func: Any) -> Optional[str]:
     return None
 
 
+class ReferencedContext(Context):
+    """A context that a message named and this master did not start (or
+    has forgotten since it was shut down): its calls' futures check their
+    timeouts as those of the contexts it started do."""
+
+    future_type = BootingFuture
+    boot = None  # no boot of ours to blame if it is lost
+
+
 class MasterContext(Context):
     """A context started by this master."""
 
@@ -382,7 +391,7 @@ class MasterContext(Context):
             # The core's refusal is terse (its words cost bootstrap bytes).
             raise TypeError('cannot call %r: %s' % (func, why)) from None
         except StreamError as exc:
-            if 'nested deeper' not in str(exc):
+            if 'nested more than' not in str(exc):
                 raise
             # The codec counts the call's own tuples: say the arguments'.
             raise StreamError(
@@ -1003,8 +1012,8 @@ class Router:
         """What a context reference in a message decodes to."""
         context = self.contexts.get(context_id)
         if context is None:
-            return Context(self.core, context_id, name,
-                           context_factory=self.context_for)
+            return ReferencedContext(self.core, context_id, name,
+                                     context_factory=self.context_for)
         return context
 
     # ------------------------------------------------------------ logs

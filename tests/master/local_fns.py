@@ -61,6 +61,13 @@ def fail(message):
     raise ValueError(message)
 
 
+def nested(levels):
+    value = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 def return_object():
     return object()
 

@@ -40,6 +40,26 @@ def test_a_timeout_that_is_no_number_is_refused(ctx, timeout, error) -> None:
     assert future.result() == 'late'
 
 
+@pytest.mark.parametrize('timeout, error', [
+    ('1', TypeError), (float('nan'), ValueError)])
+def test_a_handle_named_in_a_reply_checks_its_timeouts_too(
+        timeout, error) -> None:
+    """A context the master has forgotten (shut down), named in a reply,
+    decoded to the core's handle, whose futures took '1' to an internal
+    TypeError ("unsupported operand") and nan to a wait."""
+    with plasmid.Router() as router:
+        keeper, gone = router.local(), router.local()
+        assert keeper.call(local_fns.echo, keeper) is keeper
+        gone.shutdown()
+        handle = keeper.call(local_fns.echo, gone)
+        assert handle.context_id == gone.context_id and handle is not gone
+        future = handle.call_async(os.getpid)
+        with pytest.raises(error, match='timeout must be None or a number'):
+            future.result(timeout=timeout)
+        with pytest.raises(plasmid.ContextLost, match='it was shut down'):
+            future.result(timeout=10)
+
+
 def test_a_negative_timeout_is_a_deadline_passed(ctx) -> None:
     future = ctx.call_async(local_fns.sleep_then, 0.2, 'late')
     with pytest.raises(plasmid.TimeoutError):

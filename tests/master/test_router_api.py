@@ -221,6 +221,17 @@ def test_arguments_nested_too_deep_are_refused_with_their_own_limit(
     assert ctx.call(local_fns.recorded) == []
 
 
+def test_results_nested_too_deep_are_refused_with_their_own_limit(
+        ctx: plasmid.Context) -> None:
+    """The refusal said "deeper than 100", the codec's limit, which the
+    reply's own tuple counts in: a result gets 99 levels."""
+    assert ctx.call(local_fns.nested, 99) == nested(99)
+    with pytest.raises(plasmid.CallError,
+                       match='nested more than 99 containers deep'):
+        ctx.call(local_fns.nested, 100)
+    assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
+
+
 def test_unsupported_return_type(ctx: plasmid.Context) -> None:
     with pytest.raises(plasmid.CallError) as info:
         ctx.call(local_fns.return_object)
