@@ -20,7 +20,7 @@ Ours are started once per host and account, so:
   that a rule taken away is taken away at once, as under vanilla.
 
 "The machine" is every login the broker keeps to it: the same host and
-port under other inventory names or accounts (pool.py's ``_machine``); a
+port under other inventory names or accounts (machines.py); a
 change made through one login reaches the others.  Changes made by other
 means (``command: usermod``, an edit by ``shell``) are not seen.
 """

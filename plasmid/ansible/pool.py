@@ -22,6 +22,7 @@ import plasmid
 from plasmid.core.errors import ConnectError
 from plasmid.connect import spawn
 from plasmid.ansible import kubectl_login
+from plasmid.ansible.machines import account_of, machine_of
 
 LOG = logging.getLogger('plasmid.ansible.pool')
 
@@ -453,34 +454,34 @@ class Pool:
         process of the account runs); the next task as that user starts
         one afresh."""
         login = _freeze(spec['login'])
-        machine = _machine(login)
+        machine = machine_of(login)
         return self._shut_down(
-            lambda key, _: _machine(key[0]) == machine and (
+            lambda key, _: machine_of(key[0]) == machine and (
                 (key[2] is not None and
                  dict(key[2]).get('username') == username) or
-                (key[0] != login and _account(key[0]) == username)))
+                (key[0] != login and account_of(key[0]) == username)))
 
     def reset_account(self, spec: dict, username: str) -> int:
         """Shut down every context of the logins on *spec*'s machine as
         account *username* (its groups, fixed at login, changed)."""
-        machine = _machine(_freeze(spec['login']))
+        machine = machine_of(_freeze(spec['login']))
         return self._shut_down(
-            lambda key, _: _machine(key[0]) == machine and
-            _account(key[0]) == username)
+            lambda key, _: machine_of(key[0]) == machine and
+            account_of(key[0]) == username)
 
     def reset_machine(self, spec: dict) -> int:
         """Shut down every context on *spec*'s machine (a group changed:
         any account's groups may have)."""
-        machine = _machine(_freeze(spec['login']))
-        return self._shut_down(lambda key, _: _machine(key[0]) == machine)
+        machine = machine_of(_freeze(spec['login']))
+        return self._shut_down(lambda key, _: machine_of(key[0]) == machine)
 
     def retire_become(self, spec: dict) -> int:
         """Shut down every become context on *spec*'s machine, whatever
         login it runs under (sudo's rules changed: each is checked again
         as it starts)."""
-        machine = _machine(_freeze(spec['login']))
+        machine = machine_of(_freeze(spec['login']))
         return self._shut_down(
-            lambda key, _: _machine(key[0]) == machine and
+            lambda key, _: machine_of(key[0]) == machine and
             key[2] is not None)
 
     def router_contexts(self) -> int:
@@ -563,23 +564,6 @@ class Pool:
 def _rank(holder: Optional[int], me: int) -> int:
     """Lanes in the order a thread would take them: its own, idle, held."""
     return 0 if holder == me else 1 if holder is None else 2
-
-
-def _machine(login: tuple) -> tuple:
-    """The machine a (frozen) login reaches, as far as its spec tells:
-    logins to it under other inventory names or accounts share its
-    accounts and sudo rules.  An ssh login names its host and port in
-    ``name``; a container login its container (or pod)."""
-    fields = dict(login)
-    return tuple(fields.get(k) for k in ('method', 'name', 'hostname',
-                                         'container', 'pod', 'namespace'))
-
-
-def _account(login: tuple) -> Optional[str]:
-    """The account a (frozen) login runs as: an ssh login's ``account``,
-    a container's ``username``; None where the spec does not say."""
-    fields = dict(login)
-    return fields.get('account') or fields.get('username')
 
 
 def _freeze(value: Any) -> Any:

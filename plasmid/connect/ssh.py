@@ -90,6 +90,35 @@ def _settings_of(ssh_args):
         yield parts[0].lower(), value, setting
 
 
+def first_value(ssh_args, name, letter=None):
+    """The value ssh takes for its option *name* (``-o Name=value``) or
+    the flag *letter* standing for it, if any (``-p 22``, ``-p22``): the
+    first one given, quotes stripped, or None."""
+    words = list(ssh_args)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == '--':
+            break
+        if not word.startswith('-') or word.startswith('--'):
+            continue
+        for j, flag in enumerate(word[1:]):
+            if flag not in TAKES_VALUE:
+                continue
+            value = word[j + 2:]
+            if not value and i < len(words):
+                value, i = words[i], i + 1
+            if flag == 'o':
+                parts = re.split(r'\s*[\s=]\s*', value.strip(), 1)
+                if parts[0].lower() == name.lower() and len(parts) > 1:
+                    return parts[1].strip('"')
+            elif flag == letter:
+                return value.strip('"')
+            break
+    return None
+
+
 def refusal(ssh_args):
     """Why *ssh_args* cannot carry a context (a sentence), or None."""
     from plasmid.connect.options import short_flags  # the master's only

@@ -322,6 +322,20 @@ def test_options_that_leave_the_stream_alone_are_kept(args: list) -> None:
     assert ssh.refusal(args) is None
 
 
+@pytest.mark.parametrize('args, found', [
+    (['-C', '-o', 'ControlMaster=auto', '-p', '2222'], '2222'),
+    (['-Cp2200', '-o', 'Port=22'], '2200'),     # the first one given
+    (['-o', 'Port=2201', '-p', '22'], '2201'),
+    (['-oPort 2202'], '2202'),
+    (['-i', '-p', '-o', 'port="2203"'], '2203'),  # -p here is -i's value
+    (['-l', 'x', '--', '-p', '3'], None),         # after --: not options
+    (['-v', '-o', 'Portless=1'], None),
+])
+def test_the_first_value_of_an_option_is_the_one_ssh_takes(
+        args: list, found) -> None:
+    assert ssh.first_value(args, 'Port', 'p') == found
+
+
 def test_one_t_starts_and_calls(sshd, router) -> None:
     kwargs = sshd.ssh_kwargs()
     kwargs['ssh_args'] = list(kwargs['ssh_args']) + ['-t']
