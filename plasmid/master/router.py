@@ -23,8 +23,8 @@ from plasmid.connect import context_log, spawn, ssh as ssh_method, \
     su as su_method, watchdog
 from plasmid.core import codec
 from plasmid.core.context import MAIN_ALIAS, Context, Future
-from plasmid.core.errors import (ConnectError, ContextLost, StreamError,
-                                  TimeoutError)
+from plasmid.core.errors import (CallError, ConnectError, ContextLost,
+                                  StreamError, TimeoutError)
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_ANY, FROM_CHILD,
@@ -936,6 +936,15 @@ class Router:
             # covers a hop that stops answering altogether.
             info = via.call_async(spawn.connect_child, spec).result(
                 timeout=longest)
+        except CallError as exc:
+            # Not a failed start (connect_child raises ConnectError), but
+            # a call that could not run there: its module not delivered
+            # (larger than max_message_size), an error of ours.  It ended,
+            # so nothing is left to stop.
+            self.core.lose([new_id], 'start-up failed')
+            raise ConnectError('cannot start %s via %s: %s' % (
+                spec['name'], via.name,
+                '%s: %s' % (exc.type_name, exc.message))) from exc
         except BaseException as exc:
             self._stop_late_start(via, new_id)
             self.core.lose([new_id], 'start-up failed')

@@ -163,6 +163,24 @@ def test_connect_timeout_honoured_by_intermediary(sshd, router) -> None:
     assert user.call(connect_fns.wait_no_children, LOST_WITHIN) == []
 
 
+def test_a_hop_that_cannot_get_the_start_code_fails_as_a_start(
+        caplog) -> None:
+    """Under a max_message_size too small for plasmid's own spawn module,
+    a via= start failed as a CallError (ModuleNotFoundError), and the call
+    that stops a late start failed again, logged as "call_no_reply
+    failed".  Now it is a ConnectError that says why; nothing else is
+    sent."""
+    with plasmid.Router(max_message_size=4096) as small:
+        middle = small.local(name='middle')
+        with pytest.raises(plasmid.ConnectError,
+                           match='cannot start .* via middle: '
+                                 'ModuleNotFoundError: .* too large'):
+            small.local(via=middle)
+        # Its logs come in order on the link: any of that call's are in.
+        assert middle.call(connect_fns.wait_no_children, LOST_WITHIN) == []
+    assert 'call_no_reply failed' not in caplog.text
+
+
 @pytest.mark.parametrize('middle,far', [('2.7', '2.7'), ('2.7', '3.13'),
                                         ('3.6', '2.7')])
 def test_an_ssh_hop_started_by_an_older_python(sshd, router, middle,
