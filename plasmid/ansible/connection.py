@@ -140,6 +140,9 @@ class Connection(ConnectionBase):
     # sshd hands a command to the account's login shell (bash's `[[` works
     # in `raw` there); a container's exec runs /bin/sh or no shell.
     LOGIN_SHELL_RUNS_COMMANDS = True
+    # At -vvv vanilla's ssh plugin shows each command's (rc, stdout,
+    # stderr) and "Escalation succeeded"; its local plugin does not.
+    SHOWS_RESULTS = True
     # Pipelining comes from our 'pipelining' option (default true), never
     # from always_pipeline_modules: that would pipeline async tasks too,
     # which then run synchronously.
@@ -438,8 +441,22 @@ class Connection(ConnectionBase):
 
     def _exec_command(self, cmd: str, in_data: Optional[bytes],
                       sudoable: bool) -> tuple[int, bytes, bytes]:
-        from plasmid.ansible import commands
         success = self._become_marker(cmd, sudoable)
+        result = self._run_command(cmd, in_data, sudoable, success)
+        if self.SHOWS_RESULTS and _display.verbosity >= 3:
+            if success and _SINCE_2_19:
+                self._trace('Escalation succeeded')
+            elif success:  # 2.18 shows it without the host
+                _display.vvv('Escalation succeeded')
+            self._trace('rc=%s, stdout and stderr censored due to no log'
+                        % result[0] if self._play_context.no_log
+                        else str(tuple(result)))
+        return result
+
+    def _run_command(self, cmd: str, in_data: Optional[bytes],
+                     sudoable: bool,
+                     success: Optional[str]) -> tuple[int, bytes, bytes]:
+        from plasmid.ansible import commands
         parsed = commands.parse(cmd, success)
         hosted = parsed is not None and (
             not parsed.become or self.become.name in HOSTED_BECOME)

@@ -42,6 +42,7 @@ class _ContainerConnection(connection.Connection):
     # The router method, the client's name in messages.
     METHOD = ''
     LOGIN_SHELL_RUNS_COMMANDS = False
+    SHOWS_RESULTS = False  # as their plugins (podman's, docker's ...)
 
     def _hostname(self) -> str:
         """The container, from the plugin's remote_addr."""

@@ -37,6 +37,7 @@ class Connection(connection.Connection):
 
     transport = 'local'
     VANILLA = 'ansible.builtin.local'
+    SHOWS_RESULTS = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import subprocess
 import tarfile
 import time
@@ -766,6 +767,52 @@ def test_ad_hoc_commands_match_vanilla(ansible_bin, ansible_account, sshd,
     assert '(stdout) root' in lines[1], lines
     # 2.19+ print a failed command's rc as 'rc=3', 2.18 inside its JSON.
     assert 'rc=3' in lines[2] or '"rc": 3' in lines[2], lines
+
+
+VERBOSE = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: as root
+      command: id -un
+      become: true
+    - name: kept quiet
+      command: echo secret-words
+      no_log: true
+"""
+SHOWN = re.compile(r'^(?:<[^>]+> )?(Escalation succeeded|rc=0, stdout and stderr '
+                   r'censored due to no log|\(0, b.*"cmd": \[[^]]*\])',
+                   re.MULTILINE)
+
+
+def _shown_results(output: str) -> list:
+    """What -vvv showed of escalations and results.  The module's own
+    leading line break is left out: vanilla's reading of sudo's password
+    prompt takes it or not."""
+    return [line.replace("b'\\n{", "b'{")
+            for line in SHOWN.findall(output)]
+
+
+@pytest.mark.edge_releases
+def test_verbose_runs_show_each_result_as_vanilla_does(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """At -vvv vanilla's ssh plugin shows "Escalation succeeded" and each
+    command's (rc, stdout, stderr), censored under no_log; ours showed
+    neither."""
+    inv = inventory(sshd, ansible_account)
+    env = {'ANSIBLE_PIPELINING': 'true'}  # vanilla's module on one command
+    vanilla = run_playbook(ansible_bin, tmp_path, VERBOSE, inv, False, env,
+                           args=('-vvv',))
+    ours = run_playbook(ansible_bin, tmp_path, VERBOSE, inv, True, env,
+                        args=('-vvv',))
+    assert ours.rc == vanilla.rc == 0, ours.output
+    shown = _shown_results(ours.output)
+    assert shown == _shown_results(vanilla.output), vanilla.output
+    assert shown == ['Escalation succeeded', '(0, b\'{"changed": true, '
+                     '"stdout": "root", "stderr": "", "rc": 0, "cmd": '
+                     '["id", "-un"]', 'rc=0, stdout and stderr censored '
+                     'due to no log'], ours.output
+    assert 'secret-words' not in ours.output
 
 
 UNPIPELINED = """

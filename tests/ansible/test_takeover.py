@@ -128,6 +128,7 @@ def test_the_implicit_localhost_is_taken_with_the_callback(ansible_bin,
     # -vvv shows what vanilla's plugins show: each command, each file.
     assert 'ESTABLISH PLASMID CONNECTION FOR USER' in ours.output
     assert ours.output.count('PLASMID: EXEC ') >= LOCALHOST_RUNS
+    assert "> (0, b'" not in ours.output  # vanilla's ssh shows these
     # copy's content goes up as a temp file named .source.txt
     assert re.search(r'PUT \S+ TO \S+/\.source\.txt', ours.output), \
         ours.output
