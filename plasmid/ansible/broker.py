@@ -99,6 +99,7 @@ class Broker:
             'reset': self.reset, 'ping': lambda: 'pong',
             'stats': self.stats, 'home': self.home, 'mkdtemp': self.mkdtemp,
             'later': self.later, 'cleanup': self.cleanup,
+            'shell-runs': self.shell_runs,
         }
 
     def serve(self, conn: socket.socket) -> None:
@@ -353,6 +354,15 @@ class Broker:
                 return answer
             login.homes[command] = answer
         return login.homes[command]
+
+    def shell_runs(self, spec: dict, shell: str) -> bool:
+        """Whether the shell ansible names (its ``executable``) can run
+        on the login's host: asked once per login and shell."""
+        login = self._login(spec)
+        if shell not in login.shells:
+            login.shells[shell] = self._call(spec, login, target.runs_here,
+                                             shell)
+        return login.shells[shell]
 
     def mkdtemp(self, spec: dict, command: str, base: str,
                 name: str) -> tuple:

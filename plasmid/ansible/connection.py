@@ -459,7 +459,8 @@ class Connection(ConnectionBase):
         from plasmid.ansible import commands
         parsed = commands.parse(cmd, success)
         hosted = parsed is not None and (
-            not parsed.become or self.become.name in HOSTED_BECOME)
+            not parsed.become or self.become.name in HOSTED_BECOME) and \
+            self._shell_runs(parsed.shell)
         if not hosted:
             return self._run_as_given(cmd, in_data, success, sudoable)
         try:
@@ -468,12 +469,22 @@ class Connection(ConnectionBase):
             pass
         return self._run_as_given(cmd, in_data, success, sudoable)
 
+    def _shell_runs(self, shell: str) -> bool:
+        """Whether *shell* (ansible's ``executable``) is there to run.
+        Where it is not, vanilla's login shell fails each command at it,
+        in its own words: so does ours, given the command as it is.  A
+        name without a path is looked for on PATH there: taken as found."""
+        if shell == '/bin/sh' or not shell.startswith('/'):
+            return True
+        return self._call('shell-runs', self._spec(False), shell)
+
     def _run_hosted(self, parsed: commands.Command, in_data: Optional[bytes],
                     sudoable: bool) -> tuple:
         from plasmid.ansible import commands, payload
         spec = self._spec(parsed.become)
         chore = commands.housekeeping(parsed.text) \
-            if not parsed.become and not in_data else None
+            if not parsed.become and not in_data and \
+            parsed.shell in _PLAIN_SHELLS else None
         if chore is not None:
             return self._housekeeping(spec, parsed.text, chore)
         job = payload.parse(in_data) if in_data and parsed.interpreter \

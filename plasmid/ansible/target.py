@@ -487,6 +487,11 @@ def _on_path(name):
     return None
 
 
+def runs_here(path):
+    """Whether the program at *path* (an absolute path) can be run."""
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
 def _names_cwd(path):
     try:
         return os.path.samefile(path, '.')

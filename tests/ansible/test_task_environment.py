@@ -4,13 +4,14 @@ the local time zone (TZ), as under vanilla's fresh interpreter per task."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 
 import pytest
 
-from parity import run_both
-from runner import inventory
+from parity import assert_same, run_both
+from runner import inventory, run_playbook
 
 MODULE = '''#!/usr/bin/python
 import sys, time
@@ -183,3 +184,42 @@ def test_a_shell_executable_that_wraps_the_module_runs_it(
     finally:
         shutil.rmtree(shared)
 
+
+
+MISSING_SHELL_BOOK = """
+- hosts: targets
+  gather_facts: false
+  vars: {ansible_shell_executable: /bin/plasmid-no-such-shell}
+  tasks:
+    - {name: a command, command: id -un, ignore_errors: true}
+    - {name: as root, command: id -un, become: true, ignore_errors: true}
+    - {name: a copy, copy: {content: x, dest: /tmp/plasmid-never-made},
+       ignore_errors: true}
+    - {name: never reached, command: id -un}
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_shell_executable_that_is_missing_fails_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """Vanilla's login shell fails each command at a missing shell (rc
+    127, in its words), and the copy's temp dir with it: the host is
+    unreachable.  Ours ran modules and made temp dirs without the shell:
+    every task passed."""
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, MISSING_SHELL_BOOK, inv,
+                           False)
+    ours = run_playbook(ansible_bin, tmp_path, MISSING_SHELL_BOOK, inv, True)
+    # The copy's message names its temp dir: the same but for its time.
+    assert_same(vanilla, ours, unsettled=('a copy',))
+    tasks = {name: r for (_, name), r in ours.by_task().items()}
+    messages = [re.sub(r'ansible-tmp-[\d.-]+', 'ansible-tmp-N',
+                       run.by_task()[('t1', 'a copy')]['result']['msg'])
+                for run in (vanilla, ours)]
+    assert messages[0] == messages[1], messages
+    assert tasks['a command']['result']['rc'] == 127, tasks
+    assert 'plasmid-no-such-shell' in \
+        tasks['as root']['result']['module_stderr'], tasks
+    assert tasks['a copy']['status'] == 'unreachable', tasks
+    assert 'never reached' not in tasks
+    assert ours.stats.get('module_runs', 0) == 0, ours.stats
