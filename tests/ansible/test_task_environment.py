@@ -191,6 +191,8 @@ MISSING_SHELL_BOOK = """
   gather_facts: false
   vars: {ansible_shell_executable: /bin/plasmid-no-such-shell}
   tasks:
+    - {name: raw, raw: id -un, ignore_errors: true,
+       args: {executable: /bin/plasmid-no-such-shell}}
     - {name: a command, command: id -un, ignore_errors: true}
     - {name: as root, command: id -un, become: true, ignore_errors: true}
     - {name: a copy, copy: {content: x, dest: /tmp/plasmid-never-made},
@@ -205,7 +207,8 @@ def test_a_shell_executable_that_is_missing_fails_as_in_vanilla(
     """Vanilla's login shell fails each command at a missing shell (rc
     127, in its words), and the copy's temp dir with it: the host is
     unreachable.  Ours ran modules and made temp dirs without the shell:
-    every task passed."""
+    every task passed; raw's failed in /bin/sh's words, off its terminal
+    (where the account's login shell is bash, vanilla's are bash's)."""
     inv = inventory(sshd, ansible_account)
     vanilla = run_playbook(ansible_bin, tmp_path, MISSING_SHELL_BOOK, inv,
                            False)
@@ -218,6 +221,9 @@ def test_a_shell_executable_that_is_missing_fails_as_in_vanilla(
                 for run in (vanilla, ours)]
     assert messages[0] == messages[1], messages
     assert tasks['a command']['result']['rc'] == 127, tasks
+    # In the login shell's words (assert_same), on raw's terminal.
+    assert tasks['raw']['result']['rc'] == 127, tasks
+    assert tasks['raw']['result']['stdout'].endswith('\r\n'), tasks
     assert 'plasmid-no-such-shell' in \
         tasks['as root']['result']['module_stderr'], tasks
     assert tasks['a copy']['status'] == 'unreachable', tasks
