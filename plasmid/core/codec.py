@@ -176,7 +176,9 @@ def _encode(value, out, depth):
 
 
 def _find_encoder(value):
-    if getattr(value, '__plasmid_ref__', None) is not None:
+    # The class's, not the value's: a dict with __getattr__ = __getitem__
+    # would raise KeyError here, and kill the context replying with it.
+    if getattr(type(value), '__plasmid_ref__', None) is not None:
         return _enc_context
     for base in _BASES:
         if isinstance(value, base):
@@ -194,7 +196,13 @@ def _find_encoder(value):
 def encode(value):
     """Return the bytes for *value*, or raise :class:`StreamError`."""
     out = []
-    _encode(value, out, 0)  # cycles too end at MAX_DEPTH
+    try:
+        _encode(value, out, 0)  # cycles too end at MAX_DEPTH
+    except StreamError:
+        raise
+    except Exception as exc:  # a subclass's own __len__ or items() failed
+        raise StreamError('cannot send it: %s: %s'
+                          % (type(exc).__name__, exc))
     return b''.join(out)
 
 

@@ -72,6 +72,24 @@ def return_object():
     return object()
 
 
+class AttrDict(dict):
+    """A common hand-rolled pattern: every missing attribute a KeyError."""
+    __getattr__ = dict.__getitem__
+
+
+class BrokenList(list):
+    def __len__(self):
+        raise RuntimeError('no length today')
+
+
+def return_attr_dict():
+    return AttrDict(a=1)
+
+
+def return_broken_list():
+    return BrokenList([1])
+
+
 def busy_loop():
     while True:
         pass

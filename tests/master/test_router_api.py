@@ -232,6 +232,26 @@ def test_results_nested_too_deep_are_refused_with_their_own_limit(
     assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
 
 
+def test_a_dict_subclass_whose_attributes_are_its_keys_travels(
+        ctx: plasmid.Context) -> None:
+    """Looking for a context's __plasmid_ref__ on the value itself raised
+    KeyError: returned, it killed the context; sent, a bare KeyError."""
+    assert ctx.call(local_fns.return_attr_dict) == {'a': 1}
+    assert ctx.call(local_fns.echo, local_fns.AttrDict(b=2)) == {'b': 2}
+
+
+def test_a_value_whose_own_methods_fail_is_refused_not_fatal(
+        ctx: plasmid.Context) -> None:
+    """An exception other than StreamError out of encoding a reply ended
+    the context's main thread."""
+    with pytest.raises(plasmid.CallError,
+                       match='could not be sent.*no length today'):
+        ctx.call(local_fns.return_broken_list)
+    with pytest.raises(plasmid.Error, match='no length today'):
+        ctx.call(local_fns.echo, local_fns.BrokenList([1]))
+    assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
+
+
 def test_unsupported_return_type(ctx: plasmid.Context) -> None:
     with pytest.raises(plasmid.CallError) as info:
         ctx.call(local_fns.return_object)
