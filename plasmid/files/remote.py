@@ -6,7 +6,9 @@ compatible.  Calls to one context run in the order they were sent, so the
 master sends a file's chunks ahead without waiting for each answer.
 """
 from __future__ import absolute_import
+import errno
 import os
+import stat
 
 from plasmid.core.ostext import native
 
@@ -29,6 +31,7 @@ def write(temp, path, data, offset):
 def _write(temp, path, data, offset):
     flags = os.O_WRONLY
     if offset == 0:
+        check_replaceable(path)  # before the rest of the file is sent
         flags |= os.O_CREAT | os.O_EXCL
     try:
         fd = os.open(native(temp), flags, 0o600)
@@ -57,6 +60,7 @@ def commit(temp, path, mode, size):
     file's would be)."""
     try:
         _check_whole(temp, path, size)
+        check_replaceable(path)
         if mode is None:
             mode = mode_for(native(path))
         os.chmod(native(temp), mode)
@@ -80,6 +84,28 @@ def _naming(exc, path):
         return type(exc)(exc.errno, exc.strerror, path)
     except Exception:  # a subclass that takes other arguments
         return exc
+
+
+# What a copy refuses to rename a file over: as root, a copy to /dev/null
+# replaced the machine's device with a file.  A symbolic link is replaced
+# (the link, not what it names), as ansible's copy does by default.
+# (A directory: the rename fails, saying so.)
+_NOT_REPLACED = (
+    (stat.S_ISCHR, 'a character device'),
+    (stat.S_ISBLK, 'a block device'), (stat.S_ISFIFO, 'a named pipe'),
+    (stat.S_ISSOCK, 'a socket'))
+
+
+def check_replaceable(path):
+    """Raise OSError if *path* is something a copy must not replace."""
+    try:
+        mode = os.lstat(native(path)).st_mode
+    except OSError:
+        return  # not there (or out of reach: the rename will say)
+    for is_kind, kind in _NOT_REPLACED:
+        if is_kind(mode):
+            raise OSError(errno.EEXIST, 'it is %s, not a regular file: left '
+                          'as it is' % kind, path)
 
 
 def _check_whole(temp, path, size):

@@ -337,6 +337,7 @@ class Fetch:
         chunk = self.reads.next_chunk(deadline)
         if self.out is None:
             try:
+                remote.check_replaceable(self.local_path)
                 self.out = open(self.temp, 'xb')
             except OSError as exc:  # name the file the caller knows of
                 exc.filename = self.local_path

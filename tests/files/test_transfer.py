@@ -4,6 +4,7 @@ at all."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -191,6 +192,55 @@ def test_a_destination_that_is_a_directory_is_named_alone(
         plasmid.fetch_file(ctx, str(source), folder)
     assert str(fetched.value).endswith(expected)
     assert os.listdir(folder) == []
+
+
+def _special_files(folder) -> dict:
+    """A named pipe, a socket and (as root) a character device like
+    /dev/null, in *folder*: each path and its mode."""
+    os.mkfifo(folder / 'pipe')
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(folder / 'socket'))
+    listening.close()
+    if os.geteuid() == 0:
+        os.mknod(folder / 'null', 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return {path: os.lstat(path).st_mode for path in folder.iterdir()}
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_device_pipe_or_socket_is_left_as_it_is(
+        router, tmp_path, version) -> None:
+    """The copy renamed a file over them: as root, a put to /dev/null
+    replaced the machine's device with a file."""
+    ctx = router.local(python_path=version and require_python(version))
+    source = tmp_path / 'source'
+    source.write_bytes(b'small')
+    folder = tmp_path / 'special'
+    folder.mkdir()
+    before = _special_files(folder)
+    for path in before:
+        for chunk_size in (CHUNK, 2):  # in one call, then streamed
+            with pytest.raises(plasmid.CallError,
+                               match='not a regular file'):
+                plasmid.put_file(ctx, source, str(path),
+                                 chunk_size=chunk_size)
+        with pytest.raises(FileExistsError, match='not a regular file'):
+            plasmid.fetch_file(ctx, str(source), path)
+    assert {path: os.lstat(path).st_mode for path in folder.iterdir()} == \
+        before
+
+
+def test_a_symbolic_link_is_replaced_not_followed(router, tmp_path) -> None:
+    """As ansible's copy does by default: the file it named is kept."""
+    ctx = router.local()
+    source = tmp_path / 'source'
+    source.write_bytes(b'new')
+    named = tmp_path / 'named'
+    named.write_bytes(b'old')
+    link = tmp_path / 'link'
+    link.symlink_to(named)
+    plasmid.put_file(ctx, source, str(link))
+    assert not link.is_symlink() and link.read_bytes() == b'new'
+    assert named.read_bytes() == b'old'
 
 
 def test_a_fetch_into_a_missing_folder_names_the_path_given(
