@@ -1098,6 +1098,24 @@ class Router:
         interrupts.release(self.loop)
         _live_routers.discard(self)
 
+    def forsake(self) -> None:
+        """In a fork: let go of every link without a word to the other
+        end.  /dev/null takes the links' fd numbers (another open could
+        reuse them otherwise, for a stream of ours to close later); the
+        links closed, calls through this router fail at once."""
+        self.starts.closed = True
+        null = os.open(os.devnull, os.O_RDWR)
+        try:
+            for stream in self.streams:
+                stream.lock = threading.Lock()  # another thread's, maybe
+                if not stream.closed:
+                    stream.closed = True
+                    os.dup2(null, stream.rfd)
+                    os.dup2(null, stream.wfd)
+        finally:
+            os.close(null)
+        interrupts.release(self.loop)
+
     def _tell_to_shut_down(self, told: set) -> set:
         """Send SHUTDOWN to each live context not in *told*, the deepest
         first; return the ids told, *told*'s with them."""
@@ -1125,6 +1143,21 @@ class Router:
             self.loop.wake()
             thread.join(5.0)
             self.loop.thread = None
+
+
+def _forsake_in_fork() -> None:
+    """In a fork of the master (os.fork, a multiprocessing worker): the
+    routers are the parent's.  The fork lets go of their links, which it
+    would hold open while it lives, keeping the parent's contexts running
+    after the parent died (they exit when their input ends); and leaves
+    them out of its exit, which shut the parent's contexts down."""
+    routers = list(_live_routers)
+    _live_routers.clear()
+    for router in routers:
+        router.forsake()
+
+
+os.register_at_fork(after_in_child=_forsake_in_fork)
 
 
 @atexit.register

@@ -201,6 +201,69 @@ def test_a_fork_made_while_a_thread_holds_the_links_locks_fails_fast(
     assert ctx.call(local_fns.getpid) == ctx.info['pid']
 
 
+# A master whose fork exits as programs do (its atexit handlers run), then
+# calls its context again: prints what the call and the fork's exit gave.
+EXITING_FORK = """
+import os, sys
+sys.path[:0] = %r
+import plasmid
+with plasmid.Router(threaded=%r) as router:
+    ctx = router.local()
+    before = ctx.call(os.getpid)
+    fork = os.fork()
+    if fork == 0:
+        sys.exit(0)
+    status = os.waitpid(fork, 0)[1]
+    print(status, ctx.call(os.getpid) == before, flush=True)
+"""
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_fork_of_the_master_that_exits_leaves_its_contexts_alone(
+        threaded: bool) -> None:
+    """The fork's exit ran the router's atexit clean-up: the parent's
+    contexts were shut down (and a threaded router's exit took 5 s)."""
+    master = subprocess.run(
+        [sys.executable, '-c', EXITING_FORK % (sys.path, threaded)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert master.stdout.split() == [b'0', b'True'], master.stderr
+
+
+# A master that forks a long-lived worker (multiprocessing's fork, say),
+# prints its context's pid and the worker's, and is killed.
+FORKING_MASTER = '''
+import os, signal, sys, time
+sys.path[:0] = %r
+import plasmid
+router = plasmid.Router()
+ctx = router.local()
+fork = os.fork()
+if fork == 0:
+    os.dup2(os.open(os.devnull, os.O_RDWR), 1)  # the test reads to the end
+    time.sleep(120)
+    os._exit(0)
+print(ctx.call(os.getpid), fork, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def test_a_fork_of_a_killed_master_does_not_keep_its_contexts_up() -> None:
+    """The fork held the master's ends of the contexts' pipes: after the
+    master died, its context ran as long as the fork did."""
+    master = subprocess.run(
+        [sys.executable, '-c', FORKING_MASTER % (sys.path,)],
+        stdout=subprocess.PIPE, timeout=120)
+    context, fork = map(int, master.stdout.split())
+    try:
+        assert master.returncode == -signal.SIGKILL
+        assert alive(fork)
+        assert wait_gone([context], LOST_WITHIN + 10) == set()
+    finally:
+        for pid in (context, fork):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_call_that_closes_fd_0_leaves_a_clean_exit(
         router: plasmid.Router, version: str | None, caplog) -> None:
