@@ -229,7 +229,10 @@ def run_module(digest, job, hold_above=None):
         # error; the AnsiballZ wrapper fails with this Python's own words.
         return (FROM_SCRIPT,)
     changed = warm.forget_changed_library()
-    if _add_user_site() or changed:
+    if _add_user_site():  # a library there now: as if installed
+        warm.forget_warm()
+        changed = True
+    if changed:
         _FORKER.invalidate()  # a spare forked before holds the old state
     rc, out, err, imported = _FORKER.run(
         (digest, job, warm.stale_names(digest, modules)),

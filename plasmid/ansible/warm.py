@@ -43,6 +43,13 @@ _LOCALE_LOADED = []
 # task may install, upgrade or remove one (pip): vanilla's next module
 # sees that, so ours must too.
 _LIBRARY_FILES = {}
+# The folders on sys.path when modules were warmed: folder -> mtime.  A
+# library installed there later (the one a module_utils tried and did
+# without: ``try: import psycopg2 ... HAS_PSYCOPG2 = False``) adds an
+# entry, which changes the folder's mtime.
+_PATH_FOLDERS = {}
+# Every payload module warm imports loaded, theirs and their dependencies.
+_PAYLOAD_LOADED = set()
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
@@ -79,8 +86,20 @@ def import_modules(modules, wanted, finders, module_fqn):
             _WARM[name] = modules.digests.get(name)
     finally:
         sys.meta_path[:] = _restored(saved, finders, sys.meta_path[:])
-    _note_library_files(set(sys.modules) - before, modules)
+    loaded = set(sys.modules) - before
+    _note_library_files(loaded, modules)
+    _PAYLOAD_LOADED.update(name for name in loaded if name in modules.code)
+    _note_path_folders()
     return True
+
+
+def _note_path_folders():
+    for folder in sys.path:
+        if folder and folder not in _PATH_FOLDERS:
+            try:
+                _PATH_FOLDERS[folder] = os.stat(folder).st_mtime
+            except OSError:
+                pass  # not there: a folder made later is _add_user_site's
 
 
 def _note_library_files(names, modules):
@@ -98,25 +117,51 @@ def _note_library_files(names, modules):
 
 def forget_changed_library():
     """If a file of the target's library that warm modules came from has
-    changed or gone since, drop all such modules here (they import one
-    another) and return True: module processes then import them afresh
-    from disk, and they are warmed again after.  A stat per file per task."""
+    changed or gone since, or a folder on sys.path has changed (a library
+    installed or removed), forget every warm module (see forget_warm) and
+    return True.  A stat per file and folder per task."""
+    if _library_unchanged() and _folders_unchanged():
+        return False
+    forget_warm()
+    return True
+
+
+def _library_unchanged():
     for path, mtime, size in _LIBRARY_FILES.values():
         try:
             found = os.stat(path)
         except OSError:
-            break
+            return False
         if (found.st_mtime, found.st_size) != (mtime, size):
-            break
-    else:
-        return False
-    for name in _LIBRARY_FILES:
-        sys.modules.pop(name, None)
-        _WARM.pop(name, None)
-        _COLD.discard(name)
-    _LIBRARY_FILES.clear()
-    _STALE.clear()  # its lists hold for a warm set of a size: it shrank
+            return False
     return True
+
+
+def _folders_unchanged():
+    for folder, mtime in _PATH_FOLDERS.items():
+        try:
+            if os.stat(folder).st_mtime != mtime:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def forget_warm():
+    """Drop every warm module here, the payload's shared code with the
+    library's: a module_utils that bound names from a library (or found
+    it missing) would keep them.  Module processes then import them
+    afresh, and they are warmed again after."""
+    payload = set(name for name, digest in _WARM.items() if digest)
+    # The standard library's stay: this context uses them too.
+    for name in payload | _PAYLOAD_LOADED | set(_LIBRARY_FILES):
+        sys.modules.pop(name, None)
+    _WARM.clear()
+    _PAYLOAD_LOADED.clear()
+    _COLD.clear()
+    _LIBRARY_FILES.clear()
+    _PATH_FOLDERS.clear()
+    _STALE.clear()  # its lists hold for a warm set of a size: it shrank
 
 
 def _restored(saved, finders, after):

@@ -89,12 +89,22 @@ def test_a_tasks_environment_reaches_the_modules_python_as_in_vanilla(
 
 LIBRARY_MODULE = '''#!/usr/bin/python
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.plasmid_lib_probe import PROBED
 try:
     import plasmid_lib_ver
     value = plasmid_lib_ver.VALUE
 except ImportError:
     value = 'ImportError'
-AnsibleModule(argument_spec={}).exit_json(value=value)
+AnsibleModule(argument_spec={}).exit_json(value=value, probed=PROBED)
+'''
+# Shared code that looks for an optional library once, as collections'
+# module_utils do (HAS_PSYCOPG2 and the like).
+LIBRARY_PROBE = '''
+try:
+    import plasmid_lib_ver
+    PROBED = plasmid_lib_ver.VALUE
+except ImportError:
+    PROBED = 'ImportError'
 '''
 
 LIBRARY_BOOK = """
@@ -104,10 +114,10 @@ LIBRARY_BOOK = """
     - name: where the user site is
       command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
       register: usersite
-    - name: before any library
-      library_value:
     - name: make the user site
       file: {path: "{{ usersite.stdout }}", state: directory}
+    - name: before any library
+      library_value:
     - name: install the library
       copy: {content: "VALUE = 1\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
     - name: first version
@@ -132,17 +142,23 @@ def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
         ansible_bin, ansible_account, sshd, tmp_path):
     """Vanilla's fresh interpreter per task sees a library a task
     installed (in a user site that did not exist when ours started), then
-    upgraded, then removed; ours kept the first import warm."""
+    upgraded, then removed; ours kept the first import warm.  Shared code
+    that looked for it kept what it found (or did not) when it was
+    warmed: a library installed in a folder on sys.path went unseen."""
     (tmp_path / 'library').mkdir()
     (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
+    (tmp_path / 'module_utils').mkdir()
+    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
+        LIBRARY_PROBE)
     inv = inventory(sshd, ansible_account)
     vanilla, ours = run_both(ansible_bin, tmp_path, LIBRARY_BOOK, inv)
-    values = {name: r['result'].get('value')
-              for (_, name), r in ours.by_task().items()}
-    assert [values[name] for name in (
-        'before any library', 'first version', 'again, warm',
-        'second version', 'after removal')] == \
-        ['ImportError', 1, 1, 22222, 'ImportError'], values
+    for field in ('value', 'probed'):
+        values = {name: r['result'].get(field)
+                  for (_, name), r in ours.by_task().items()}
+        assert [values[name] for name in (
+            'before any library', 'first version', 'again, warm',
+            'second version', 'after removal')] == \
+            ['ImportError', 1, 1, 22222, 'ImportError'], (field, values)
 
 
 WRAPPED_BOOK = """
