@@ -405,11 +405,14 @@ def _files_from_readers_on_3_9():
 def change_dir(path):
     """Move this context to *path*, the directory the local connection's
     commands run in (module processes and shells inherit it).  One this
-    account cannot enter leaves it where it was: True if it moved."""
+    account cannot enter leaves it where it was: True if it moved.  The
+    module processes forked ahead, or kept for the next task, are in the
+    old one: they go."""
     try:
         os.chdir(path)
     except OSError:
         return False
+    _FORKER.invalidate()
     return True
 
 

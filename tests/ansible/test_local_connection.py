@@ -102,6 +102,41 @@ def test_twenty_tasks_take_one_interpreter(ansible_bin, tmp_path):
     assert ours.stats['zips_sent'] == 1, ours.stats
 
 
+IMPORTING = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: here, command: cat data.txt}
+    - {name: here again, command: cat data.txt}
+- import_playbook: sub/play.yml
+"""
+IMPORTED = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: there, command: cat data.txt}
+    - {name: where, command: pwd}
+"""
+
+
+def test_a_playbook_in_another_directory_runs_its_commands_there(
+        ansible_bin, tmp_path):
+    """ansible-core gives each playbook's tasks its own directory: ours
+    read the first playbook's files (a module process forked ahead, or
+    kept for the next task, was still in the old directory)."""
+    (tmp_path / 'data.txt').write_text('first\n')
+    (tmp_path / 'sub').mkdir()
+    (tmp_path / 'sub' / 'data.txt').write_text('imported\n')
+    (tmp_path / 'sub' / 'play.yml').write_text(IMPORTED)
+    vanilla = run_local(ansible_bin, tmp_path, IMPORTING, False)
+    ours = run_local(ansible_bin, tmp_path, IMPORTING, True)
+    assert_same(vanilla, ours)
+    results = {r['task']: r['result'] for r in ours.results}
+    assert results['there']['stdout'] == 'imported'
+    assert results['where']['stdout'] == str(tmp_path / 'sub')
+    assert ours.stats['module_runs'] == 4, ours.stats
+
+
 NOT_HOSTED = """
 - hosts: targets
   gather_facts: false
