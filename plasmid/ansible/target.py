@@ -350,8 +350,7 @@ def _module_main(modules, job, stale):
     _export_underscore()
     _export_sudo_command(job.get('sudo_command'))
     os.environ.update(job.get('env') or {})
-    if 'TZ' in (job.get('env') or {}):
-        time.tzset()  # local time as a fresh interpreter would read it
+    _fresh_host_view('TZ' in (job.get('env') or {}))
     _check_cwd()
     _set_nofile(job.get('rlimit_nofile') or 0)
     vfork.install()
@@ -376,6 +375,22 @@ def _module_main(modules, job, stale):
                          init_globals=dict(_module_fqn=fqn,
                                            _modlib_path=modules.root))
         raise RuntimeError('New-style module did not handle its own exit.')
+
+
+def _fresh_host_view(tz_given):
+    """In the module process: the time zone and the host's name as a
+    fresh interpreter reads them, not as this context read them when it
+    started (a task may have changed them: the timezone and hostname
+    modules).  glibc reads /etc/localtime again only when TZ names
+    something else in between; platform keeps uname() once asked."""
+    if not tz_given and 'TZ' not in os.environ:
+        os.environ['TZ'] = 'UTC0'
+        time.tzset()
+        del os.environ['TZ']
+    time.tzset()
+    platform = sys.modules.get('platform')
+    if platform is not None and hasattr(platform, '_uname_cache'):
+        platform._uname_cache = None
 
 
 def _files_from_readers_on_3_9():

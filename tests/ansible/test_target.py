@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import zlib
 
@@ -423,3 +425,41 @@ def test_sudo_command_is_named_as_sudo_names_it(monkeypatch, tmp_path):
     export(['/bin/sh', '-c', long])
     assert os.fsencode(os.environ['SUDO_COMMAND']) == \
         b'/bin/sh ' + os.fsencode('-c ' + long)[:4096]
+
+
+# Runs in its own mount and UTS namespaces (unshare): reads the local time
+# zone and the host's name, has them changed under it as a timezone or
+# hostname task would, then asks again as a module process starts.
+HOST_VIEW = '''
+import os, platform, shutil, socket, subprocess, sys, time
+sys.path[:0] = %r
+from plasmid.ansible import target
+zone = '/tmp/plasmid-localtime-%%d' %% os.getpid()
+shutil.copy('/usr/share/zoneinfo/UTC', zone)
+subprocess.check_call(['mount', '--bind', zone, '/etc/localtime'])
+time.tzset()
+before = time.strftime('%%Z'), platform.node()
+shutil.copy('/usr/share/zoneinfo/Asia/Tokyo', zone)  # the file, in place
+socket.sethostname('plasmid-renamed')
+time.tzset()
+plain = time.strftime('%%Z')  # tzset alone: the file is not read again
+target._fresh_host_view(False)
+print(before, plain, (time.strftime('%%Z'), platform.node()))
+os.unlink(zone)
+'''
+
+
+def test_a_module_process_reads_the_time_zone_and_host_name_afresh():
+    """A task that changed /etc/localtime or the host's name: the next
+    module kept the context's local time (glibc reads the file again only
+    when TZ changes) and platform's cached uname()."""
+    if os.geteuid() != 0:
+        pytest.skip('namespaces need root')
+    done = subprocess.run(
+        ['unshare', '--mount', '--uts', '--propagation', 'private',
+         sys.executable, '-c', HOST_VIEW % (sys.path,)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split('\n')[0] == \
+        "('UTC', '%s') UTC ('JST', 'plasmid-renamed')" % os.uname().nodename
