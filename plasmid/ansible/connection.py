@@ -499,9 +499,15 @@ class Connection(ConnectionBase):
         text = parsed.text if parsed.shell == '/bin/sh' else \
             ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
                                               parsed.text))
+        terminal = self._terminal(in_data, sudoable)
+        # On a terminal (a script's run, shown to the user) through the
+        # login's shell, as sshd runs it: what its start-up prints (bash
+        # reads ~/.bashrc under sshd) shows as under vanilla.
+        login_shell = self.LOGIN_SHELL_RUNS_COMMANDS and \
+            terminal is not None and not parsed.become
         return self._as_ssh_ends(*_output_as_bytes(self._call(
-            'shell', spec, None, text, in_data, None, None, None,
-            self._terminal(in_data, sudoable))))
+            'shell', spec, None, text, in_data, None, None, None, terminal,
+            self._prompt_timeout(), login_shell)))
 
     def _module_env(self, parsed: commands.Command,
                     sudoable: bool) -> Optional[dict]:

@@ -1132,6 +1132,35 @@ def test_raw_runs_in_the_login_shell(ansible_bin, ansible_account, sshd,
         'result']['stdout'] == '/bin/sh'
 
 
+SCRIPT_IN_BASH = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: a script, script: hello.sh}
+    - {name: raw, raw: echo raw}
+    - {name: a module, command: echo module}
+"""
+
+
+@pytest.mark.edge_releases
+def test_a_script_runs_in_the_login_shell_that_prints_as_it_starts(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """bash reads ~/.bashrc for a command sshd gives it: what that prints
+    shows in a script's output under vanilla (on its terminal), and did
+    not in ours (/bin/sh ran the script)."""
+    from testbed import accounts
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho script-ran\n')
+    inv = inventory(sshd, ansible_account)
+    with accounts.login_shell('/bin/bash', ansible_account), \
+            accounts.start_up_file('.bashrc', ansible_account,
+                                   'echo RCNOISE\n'):
+        vanilla, ours = run_both(ansible_bin, tmp_path, SCRIPT_IN_BASH, inv)
+    seen = ours.by_task()
+    assert seen['t1', 'a script']['result']['stdout'] == \
+        'RCNOISE\r\nscript-ran\r\n'
+    assert seen['t1', 'a module']['result']['stdout'] == 'module'
+
+
 RAW_BECOME = """
 - hosts: targets
   gather_facts: false
