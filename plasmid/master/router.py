@@ -1076,6 +1076,12 @@ class Router:
         for ``result()``), and free every resource."""
         if self.closed:
             return
+        if threading.current_thread() is self.loop.thread:
+            # It would wait on the loop it stops, then join itself.
+            raise RuntimeError(
+                "a threaded router cannot be shut down from its own I/O "
+                "thread, where a future's callback or a handler of "
+                "plasmid.ctx.* logs runs: shut it down from another thread")
         timeout = self.shutdown_timeout if timeout is SHUTDOWN_TIMEOUT \
             else _checked_wait('timeout', timeout)
         deadline = time.time() + timeout

@@ -471,6 +471,28 @@ def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
         plasmid.Router(max_message_size=size)
 
 
+def test_a_threaded_router_refuses_to_be_shut_down_from_its_io_thread(
+        ) -> None:
+    """From a future's callback (on the I/O thread) it stalled the loop
+    for shutdown_timeout, then failed joining itself, and its contexts
+    were lost as broken links."""
+    with plasmid.Router(threaded=True) as router:
+        ctx = router.local()
+        raised: list = []
+
+        def shut_down(_: plasmid.Future) -> None:
+            try:
+                router.shutdown()
+            except RuntimeError as exc:
+                raised.append(str(exc))
+        future = ctx.call_async(local_fns.echo, 1)
+        future.add_done_callback(shut_down)
+        assert future.result(timeout=30) == 1
+        assert ctx.call(local_fns.echo, 2) == 2  # the callback ran by now
+        assert len(raised) == 1 and 'own I/O thread' in raised[0], raised
+        assert not router.closed
+
+
 def test_a_router_shutdown_with_no_timeout_waits_for_a_busy_call(
         tmp_path) -> None:
     """timeout=None means no limit, as for result() and Context.shutdown;
