@@ -320,6 +320,21 @@ def _why_not_called_by_name(func: Any) -> Optional[str]:
     return None
 
 
+# The core router a thread is encoding a call for (see _own_reference).
+_SENDING = threading.local()
+
+
+def _own_reference(context: Context) -> tuple:
+    """A context handle as a call's argument: refused unless it is one of
+    the router the call goes through.  Ids are a router's own: context 2
+    of another router would name this router's context 2."""
+    sending = getattr(_SENDING, 'core', None)
+    if sending is not None and sending is not context.router:
+        raise StreamError('cannot send %s: it is a context of another '
+                          'router' % context.name)
+    return context.context_id, context.name
+
+
 class ReferencedContext(Context):
     """A context that a message named and this master did not start (or
     has forgotten since it was shut down): its calls' futures check their
@@ -327,6 +342,9 @@ class ReferencedContext(Context):
 
     future_type = BootingFuture
     boot = None  # no boot of ours to blame if it is lost
+
+    def __plasmid_ref__(self) -> tuple:
+        return _own_reference(self)
 
 
 class MasterContext(Context):
@@ -343,6 +361,9 @@ class MasterContext(Context):
                          master.context_for, info)
         self.master = master
         self.stream = stream  # our own link, for direct children only
+
+    def __plasmid_ref__(self) -> tuple:
+        return _own_reference(self)
 
     @property
     def info(self) -> dict:
@@ -382,6 +403,7 @@ class MasterContext(Context):
         why = main_script.why_not_there(func)
         if why is not None:
             raise TypeError('cannot call %r: %s' % (func, why))
+        _SENDING.core = self.router
         try:
             return super()._call_message(func, args, kwargs, reply_to)
         except TypeError:
@@ -397,6 +419,8 @@ class MasterContext(Context):
             raise StreamError(
                 'cannot send arguments nested more than %d containers deep'
                 % ARGUMENT_DEPTH) from None
+        finally:
+            _SENDING.core = None
 
     def _before_call(self, module: str) -> str:
         """The called function's module goes ahead of the call to the

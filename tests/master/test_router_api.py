@@ -252,6 +252,22 @@ def test_a_value_whose_own_methods_fail_is_refused_not_fatal(
     assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
 
 
+def test_a_context_of_another_router_is_refused_as_an_argument(
+        router: plasmid.Router, ctx: plasmid.Context) -> None:
+    """Ids are a router's own: another router's context 1 went as this
+    router's context 1, and the call reached the wrong process."""
+    with plasmid.Router() as other:
+        stranger = other.local(name='stranger')
+        assert stranger.context_id == ctx.context_id
+        for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
+            with pytest.raises(plasmid.Error,
+                               match='stranger: it is a context of another '
+                                     'router'):
+                send(local_fns.record, [stranger])
+        assert ctx.call(local_fns.recorded) == []
+        assert ctx.call(local_fns.echo, ctx) is ctx
+
+
 def test_unsupported_return_type(ctx: plasmid.Context) -> None:
     with pytest.raises(plasmid.CallError) as info:
         ctx.call(local_fns.return_object)
