@@ -190,21 +190,24 @@ class Context(object):
 
     def shutdown(self, wait=True, timeout=10.0):
         """Ask the context to exit; with *wait*, until it has gone."""
-        gone = Latch(self.router.loop)
-
-        def on_lost(ids):
-            if self.context_id in ids:
-                gone.set()
         if not self.is_alive():
             return
-        self.router.on_lost.append(on_lost)
+        gone = Latch(self.router.loop)
+        msg = Message(self.context_id, self.router.context_id, SHUTDOWN)
+        # No answer comes: the context's loss fails the wait, as does a
+        # refusal on the way (one may not address a sibling).
+        msg.reply_to = self.router.expect_reply(self.context_id, gone)
         try:
-            self.router.send(Message(self.context_id, self.router.context_id,
-                                     SHUTDOWN))
+            self.router.send(msg)
             if wait:
-                gone.wait(timeout)
+                try:
+                    answer = gone.wait(timeout)
+                except ContextLost:  # gone, as asked
+                    answer = None
+                if answer is not None and self.is_alive():
+                    raise self.router.decode(answer)[1]
         finally:
-            self.router.on_lost.remove(on_lost)
+            self.router.forget_reply(msg.reply_to)
 
 
 class _Completions(object):

@@ -185,6 +185,12 @@ def call_getpid_of(context):
     return context.call(getpid)
 
 
+def shut_down(context, timeout):
+    """Shut another context down from this one (it may not be reachable)."""
+    context.shutdown(timeout=timeout)
+    return context.is_alive()
+
+
 def fork_sleeper(seconds):
     """Fork a child that sleeps *seconds* and exits; return its pid."""
     pid = os.fork()

@@ -629,6 +629,27 @@ def test_calling_a_context_out_of_reach_fails_instead_of_hanging(
     assert right.call(local_fns.call_getpid_of, below) == below.info['pid']
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_shutting_down_a_context_out_of_reach_fails_at_once(
+        router: plasmid.Router, version) -> None:
+    """The master refused the SHUTDOWN, which wants no answer, so nothing
+    came back: the context waited the whole timeout (TimeoutError), where
+    a call fails at once.  Its parent may shut it down."""
+    python = version and require_python(version)
+    left = router.local(name='left', python_path=python)
+    right = router.local(name='right', python_path=python)
+    below = router.local(name='below', via=right)
+    for far in (right, below):
+        with pytest.raises(plasmid.CallError,
+                           match='ContextLost: context %d may not address '
+                                 'context %d' % (left.context_id,
+                                                 far.context_id)):
+            left.call_async(local_fns.shut_down, far, 60).result(timeout=30)
+    assert right.call(local_fns.shut_down, below, 30) is False
+    with pytest.raises(plasmid.ContextLost):
+        below.call(local_fns.getpid)
+
+
 def _other_readers(fd: int) -> list[int]:
     """Processes other than this one holding the pipe *fd* is one end of."""
     pipe = os.readlink('/proc/self/fd/%d' % fd)
