@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
+import math
 import os
 import statistics
 import sys
@@ -33,6 +35,18 @@ class _AddHop(argparse.Action):
         hops = getattr(namespace, 'hops', None) or []
         hops.append((self.dest, value))
         namespace.hops = hops
+
+
+def _seconds(text: str) -> float:
+    """A --timeout: a number of seconds above zero."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(
+            'a number of seconds above zero, not %r' % text)
+    return seconds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                              metavar='PID', type=int,
                              help="into a process's namespaces (root)")
         command.add_argument('--python', help='interpreter for ssh hops')
-        command.add_argument('--timeout', type=float, default=30.0,
+        command.add_argument('--timeout', type=_seconds, default=30.0,
                              help='connect timeout in seconds')
     return parser
 
@@ -153,15 +167,32 @@ def _function(module: str, name: str):
     """The function *module.name*, or the reason it cannot be had."""
     try:
         if module in sys.modules:
-            return resolve(module, name)
-        return getattr(importlib.import_module(module), name)
+            found = resolve(module, name)
+        else:
+            found = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise SystemExit('plasmid: cannot find %s.%s: %s'
                          % (module, name, exc))
+    if not callable(found):
+        raise SystemExit('plasmid: %s.%s is not a function but %s'
+                         % (module, name, type(found).__name__))
+    return found
+
+
+def _show_context_output() -> None:
+    """What the contexts print and log goes to stderr, as lines of their
+    own (stdout carries the JSON result)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter('%(message)s'))
+    contexts = logging.getLogger('plasmid.ctx')
+    contexts.addHandler(handler)
+    contexts.setLevel(logging.INFO)
+    contexts.propagate = False
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    _show_context_output()
     try:
         with plasmid.Router() as router:
             if args.command == 'info':

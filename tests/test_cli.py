@@ -45,6 +45,7 @@ def test_call_wants_a_dotted_name() -> None:
     (('call', 'plasmid_no_such_module.f'), 'plasmid: cannot find '
      "plasmid_no_such_module.f: No module named 'plasmid_no_such_module'"),
     (('call', 'os.getcwd', '{bad'), "plasmid: argument '{bad' is not JSON"),
+    (('call', 'os.path'), 'plasmid: os.path is not a function but module'),
 ])
 def test_a_function_or_argument_that_is_not_there_is_a_message(
         args, message) -> None:
@@ -54,6 +55,27 @@ def test_a_function_or_argument_that_is_not_there_is_a_message(
     assert done.returncode == 1
     assert done.stderr.startswith(message), done.stderr
     assert 'Traceback' not in done.stderr
+
+
+@pytest.mark.parametrize('timeout', ['0', '-5', 'nan', 'inf', 'soon'])
+def test_a_timeout_that_is_no_positive_number_is_a_usage_error(
+        timeout) -> None:
+    """0, -5 and nan were Python tracebacks (ValueError); 'soon' was
+    refused already."""
+    done = plasmid_command('call', '--timeout', timeout, 'os.getpid')
+    assert done.returncode == 2
+    assert 'a number of seconds above zero' in done.stderr, done.stderr
+    assert 'Traceback' not in done.stderr
+
+
+def test_what_the_function_prints_and_logs_shows_on_stderr() -> None:
+    """It was lost: the command set up no logging, so only warnings of
+    the contexts' loggers showed."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(
+        __file__)) + '/cli_fns')
+    done = plasmid_command('call', 'cli_chatty.chatty', env=env)
+    assert (done.returncode, done.stdout) == (0, '5\n'), done.stderr
+    assert done.stderr.splitlines() == ['printed', 'to stderr', 'logged']
 
 
 def test_a_chain_of_hops_runs_in_the_order_given(podman_container) -> None:
