@@ -701,6 +701,18 @@ def prepare_code(router: plasmid.Router) -> None:
                      name='plasmid-prepare').start()
 
 
+def write_stats(broker: Broker, path: Optional[str]) -> None:
+    """The run's counters, as JSON, to *path* (PLASMID_ANSIBLE_STATS), for
+    tests and the compat harness; to ``broker-<pid>.json`` in it if it is
+    a folder, so that the runs of a script each leave theirs."""
+    if not path:
+        return
+    if os.path.isdir(path):
+        path = os.path.join(path, 'broker-%d.json' % os.getpid())
+    with open(path, 'w') as handle:
+        json.dump(broker.stats(), handle)
+
+
 def main(argv: list[str]) -> int:
     path, watch_pid = argv[0], int(argv[1])
     logging.basicConfig(level=logging.WARNING,
@@ -728,10 +740,7 @@ def main(argv: list[str]) -> int:
     def stop() -> None:
         # The socket is the one the run's Client named: it knows the rest.
         Client(watch_pid).remove_run_files()
-        stats_path = os.environ.get('PLASMID_ANSIBLE_STATS')
-        if stats_path:
-            with open(stats_path, 'w') as handle:
-                json.dump(broker.stats(), handle)
+        write_stats(broker, os.environ.get('PLASMID_ANSIBLE_STATS'))
         try:
             router.shutdown(timeout=3.0)
         finally:

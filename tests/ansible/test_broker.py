@@ -384,3 +384,22 @@ def test_a_taken_private_directory_name_falls_back_to_another(
     with pytest.raises(client.BrokerError, match='no private directory'):
         client.private_dir()
     assert taken.stat().st_mode & 0o777 == 0o777  # left as it was
+
+
+class _Counted:
+    def stats(self) -> dict:
+        return {'module_runs': 3}
+
+
+def test_stats_go_to_the_file_named_or_one_per_broker_in_a_folder(tmp_path):
+    """The compat harness names a folder for a script of many runs: one
+    shared file kept the last run's counters alone."""
+    broker.write_stats(_Counted(), str(tmp_path / 'one.json'))
+    assert json.loads((tmp_path / 'one.json').read_text()) == \
+        {'module_runs': 3}
+    folder = tmp_path / 'many'
+    folder.mkdir()
+    broker.write_stats(_Counted(), str(folder))
+    assert json.loads((folder / ('broker-%d.json' % os.getpid()))
+                      .read_text()) == {'module_runs': 3}
+    broker.write_stats(_Counted(), None)  # not asked: nothing written

@@ -206,7 +206,8 @@ LOCAL_EDITS = {
         '    ansible_connection: plasmid.accel.local\n'),
     'runme.sh': (
         '\nset -eux\n',
-        '\nset -eux\nexport PLASMID_ANSIBLE_STATS=%(stats)s/broker-local.json\n'),
+        # A folder: each ansible run's broker leaves its own counters.
+        '\nset -eux\nexport PLASMID_ANSIBLE_STATS=%(stats)s\n'),
 }
 
 
@@ -614,8 +615,8 @@ def connection_suite(venv: str, tree: Tree, port: int, key: str,
     env.update(INVENTORY=inventory, ANSIBLE_HOST_KEY_CHECKING='false',
                ANSIBLE_LOCAL_TEMP=os.path.join(os.path.dirname(tree.root), 'ansible-local'))
     if tree.mode != 'vanilla':
-        # Each ansible run's broker rewrites it: the last one's counters.
-        env['PLASMID_ANSIBLE_STATS'] = os.path.join(tree.stats_dir, 'broker-connection.json')
+        # A folder: each ansible run's broker leaves its own counters.
+        env['PLASMID_ANSIBLE_STATS'] = tree.stats_dir
     if tree.mode == 'plasmid-strategy':
         # test.sh runs ansible-playbook itself, which does take these.
         env['ANSIBLE_STRATEGY_PLUGINS'] = tree.plugin_dir('strategy')
@@ -1095,8 +1096,9 @@ def write_report(results: str, doc: str, targets: tuple, only=None) -> None:
             'Seconds per run (two targets ran at a time on a shared, busy 2-core machine:',
             'indicative only), then the plasmid run\'s brokers and their summed counters:',
             'modules run from RAM, commands through a context\'s shell, commands run as',
-            'given (the fallback), contexts. `connection` shows the counters of the last',
-            'of its ansible runs only.', '']
+            'given (the fallback), contexts (every ansible run\'s broker; before',
+            '2026-12-06, `connection` and `connection_local` showed their last run\'s only).',
+            '']
     for v in versions:
         out += ['### %s' % v, '', '| target | s vanilla | s plasmid | brokers | module_runs | shell | as given | contexts |',
                 '|---|---|---|---|---|---|---|---|']
