@@ -60,7 +60,7 @@ class Connection(connection.Connection):
 
     def _spec(self, become: bool) -> dict:
         spec = super()._spec(become)
-        if self.cwd:
+        if self.cwd and not _logs_in(spec['become']):
             spec['cwd'] = os.path.abspath(self.cwd)
         return spec
 
@@ -110,3 +110,35 @@ class Connection(connection.Connection):
                 'plasmid: the local interpreter failed: %s'
                 % str(exc).rstrip())
         return AnsibleError('plasmid: %s' % exc)
+
+
+# sudo's one-letter options that take a value: in "-uroot" the rest of
+# the word is the value, not more options.
+_SUDO_VALUES = 'CDghpRrTtUuc'
+
+
+def _logs_in(become: Optional[dict]) -> bool:
+    """Whether *become*'s flags make a login of it (``sudo -i``, ``su -``
+    or ``-l``): the command then runs in the user's home, as vanilla's
+    does, not in the task's directory."""
+    if not become:
+        return False
+    flags = become.get('flags') or []
+    if become['method'] == 'su':
+        return any(flag in ('-', '-l', '--login') for flag in flags)
+    if become['method'] != 'sudo':
+        return False
+    return '--login' in flags or any(_short_flags_have(flag, 'i')
+                                     for flag in flags)
+
+
+def _short_flags_have(word: str, letter: str) -> bool:
+    """Whether one word of sudo's options ("-Hi") holds *letter*."""
+    if not word.startswith('-') or word.startswith('--'):
+        return False
+    for found in word[1:]:
+        if found == letter:
+            return True
+        if found in _SUDO_VALUES:
+            return False  # the rest is that option's value
+    return False

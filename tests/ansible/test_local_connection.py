@@ -3,6 +3,12 @@ playbooks give the same results, in the same directory and environment,
 while modules run from RAM in interpreters kept for the run."""
 from __future__ import annotations
 
+import os
+import pathlib
+import pwd
+import shutil
+import tempfile
+
 import pytest
 
 import parity
@@ -135,6 +141,41 @@ def test_a_playbook_in_another_directory_runs_its_commands_there(
     assert results['there']['stdout'] == 'imported'
     assert results['where']['stdout'] == str(tmp_path / 'sub')
     assert ours.stats['module_runs'] == 4, ours.stats
+
+
+LOGIN_BECOME = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: in the playbook's directory, command: pwd}
+    - name: a login's, in the user's home
+      command: pwd
+      become: true
+      become_user: "{{ become_to }}"
+      become_flags: -H -S -n -i
+"""
+
+
+def test_a_become_that_logs_in_runs_in_the_users_home(
+        ansible_bin, ansible_account, tmp_path):
+    """sudo -i runs the command in the user's home under vanilla; ours
+    moved its interpreter to the playbook's directory, as for any task."""
+    book = LOGIN_BECOME.replace('{{ become_to }}', ansible_account)
+    # A playbook directory the account may enter (pytest's is root's only,
+    # where ours stayed in the home it could not leave for it).
+    here = pathlib.Path(tempfile.mkdtemp(prefix='plasmid-login-'))
+    try:
+        os.chmod(here, 0o755)
+        vanilla = run_local(ansible_bin, here, book, False)
+        ours = run_local(ansible_bin, here, book, True)
+    finally:
+        shutil.rmtree(here)
+    assert_same(vanilla, ours)
+    results = {r['task']: r['result']['stdout'] for r in ours.results}
+    assert results == {
+        "in the playbook's directory": str(here),
+        "a login's, in the user's home": pwd.getpwnam(ansible_account).pw_dir,
+    }, results
 
 
 NOT_HOSTED = """
