@@ -232,10 +232,12 @@ def test_results_nested_too_deep_are_refused_with_their_own_limit(
     assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_dict_subclass_whose_attributes_are_its_keys_travels(
-        ctx: plasmid.Context) -> None:
+        router: plasmid.Router, version) -> None:
     """Looking for a context's __plasmid_ref__ on the value itself raised
     KeyError: returned, it killed the context; sent, a bare KeyError."""
+    ctx = router.local(python_path=version and require_python(version))
     assert ctx.call(local_fns.return_attr_dict) == {'a': 1}
     assert ctx.call(local_fns.echo, local_fns.AttrDict(b=2)) == {'b': 2}
 
