@@ -496,15 +496,18 @@ class Connection(ConnectionBase):
                     _sudo_command(spec, parsed))
             except _RunFromScript:
                 pass  # the script below, in the same context
-        text = parsed.text if parsed.shell == '/bin/sh' else \
-            ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
-                                              parsed.text))
         terminal = self._terminal(in_data, sudoable)
-        # On a terminal (a script's run, shown to the user) through the
-        # login's shell, as sshd runs it: what its start-up prints (bash
-        # reads ~/.bashrc under sshd) shows as under vanilla.
+        # On a terminal (a script's run, a module from its script: shown
+        # to the user) the whole command, ansible's shell and all, goes to
+        # the login's shell, as sshd gives it: what that shell prints as
+        # it starts (bash reads ~/.bashrc under sshd) shows as under
+        # vanilla, and ansible's shell still parses the command.
         login_shell = self.LOGIN_SHELL_RUNS_COMMANDS and \
             terminal is not None and not parsed.become
+        text = parsed.text if parsed.shell == '/bin/sh' and \
+            not login_shell else \
+            ' '.join(shlex.quote(w) for w in (parsed.shell, '-c',
+                                              parsed.text))
         return self._as_ssh_ends(*_output_as_bytes(self._call(
             'shell', spec, None, text, in_data, None, None, None, terminal,
             self._prompt_timeout(), login_shell)))

@@ -1137,6 +1137,8 @@ SCRIPT_IN_BASH = """
   gather_facts: false
   tasks:
     - {name: a script, script: hello.sh}
+    - name: its words, parsed by ansible's shell
+      script: "hello.sh {x,y} 'a  b'"
     - {name: raw, raw: echo raw}
     - {name: a module, command: echo module}
 """
@@ -1149,7 +1151,7 @@ def test_a_script_runs_in_the_login_shell_that_prints_as_it_starts(
     shows in a script's output under vanilla (on its terminal), and did
     not in ours (/bin/sh ran the script)."""
     from testbed import accounts
-    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho script-ran\n')
+    (tmp_path / 'hello.sh').write_text('#!/bin/sh\necho script-ran "$@"\n')
     inv = inventory(sshd, ansible_account)
     with accounts.login_shell('/bin/bash', ansible_account), \
             accounts.start_up_file('.bashrc', ansible_account,
@@ -1158,6 +1160,9 @@ def test_a_script_runs_in_the_login_shell_that_prints_as_it_starts(
     seen = ours.by_task()
     assert seen['t1', 'a script']['result']['stdout'] == \
         'RCNOISE\r\nscript-ran\r\n'
+    # By /bin/sh, as under vanilla: bash would have made the braces x y.
+    assert seen['t1', 'its words, parsed by ansible\'s shell']['result'][
+        'stdout'] == 'RCNOISE\r\nscript-ran {x,y} a  b\r\n'
     assert seen['t1', 'a module']['result']['stdout'] == 'module'
 
 
