@@ -172,9 +172,12 @@ class Router(object):
         if entry is None:
             if msg.handle < FIRST_DYNAMIC:
                 # Well-known handles this context does not serve (a CALL
-                # to the master...): never legitimate, so say so.
-                LOG.error('%r: refusing %r: this context takes no messages '
-                          'on handle %d', msg.stream, msg, msg.handle)
+                # or SHUTDOWN to the master...): never legitimate, so say
+                # so, to the sender too if it waits.
+                why = 'context %d takes no messages on handle %d' % (
+                    self.context_id, msg.handle)
+                LOG.error('%r: refusing %r: %s', msg.stream, msg, why)
+                self._undeliverable(msg, why)
             else:
                 LOG.debug('no handler for %r', msg)  # e.g. a late reply
             return

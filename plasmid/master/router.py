@@ -1133,18 +1133,26 @@ class Router:
         end.  /dev/null takes the links' fd numbers (another open could
         reuse them otherwise, for a stream of ours to close later); the
         links closed, calls through this router fail at once."""
-        self.starts.closed = True
+        # Locks another thread held as the fork was made stay held here;
+        # the loop's owner and wake-up pipe are the parent's.
+        self.lock = threading.Lock()
+        self.starts = StartsInFlight(self.lock)
+        self.starts.closed = True  # shutdown() has nothing to do
+        self.core.lock = threading.Lock()
+        interrupts.release(self.loop)
+        os.close(self.loop.wake_r)
+        os.close(self.loop.wake_w)
+        self.loop.__init__()
         null = os.open(os.devnull, os.O_RDWR)
         try:
             for stream in self.streams:
-                stream.lock = threading.Lock()  # another thread's, maybe
+                stream.lock = threading.Lock()
                 if not stream.closed:
                     stream.closed = True
                     os.dup2(null, stream.rfd)
                     os.dup2(null, stream.wfd)
         finally:
             os.close(null)
-        interrupts.release(self.loop)
 
     def _tell_to_shut_down(self, told: set) -> set:
         """Send SHUTDOWN to each live context not in *told*, the deepest

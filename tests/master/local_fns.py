@@ -185,6 +185,12 @@ def call_getpid_of(context):
     return context.call(getpid)
 
 
+def shut_down_the_master(timeout):
+    """Ask the master to shut down, from a context: no context may."""
+    from plasmid.core import child
+    return shut_down(child.current.context_for(0, 'master'), timeout)
+
+
 def shut_down(context, timeout):
     """Shut another context down from this one (it may not be reachable)."""
     context.shutdown(timeout=timeout)

@@ -229,6 +229,50 @@ def test_a_fork_of_the_master_that_exits_leaves_its_contexts_alone(
     assert master.stdout.split() == [b'0', b'True'], master.stderr
 
 
+# A fork made while another thread holds one of the router's locks: its
+# call fails (exit 3) or hangs (SIGALRM); then it leaves the router's block.
+FORK_UNDER_A_HELD_LOCK = """
+import os, signal, sys, threading
+sys.path[:0] = %r
+import plasmid
+with plasmid.Router(threaded=True) as router:
+    ctx = router.local()
+    statuses = []
+    for lock in (router.core.lock, router.lock, router.loop.deferred_lock):
+        held, done = threading.Event(), threading.Event()
+        def hold():
+            with lock:
+                held.set()
+                done.wait()
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        fork = os.fork()
+        if fork == 0:
+            signal.alarm(10)
+            try:
+                ctx.call(os.getpid)
+            except plasmid.ContextLost:
+                router.shutdown()
+                os._exit(3)
+            os._exit(0)
+        statuses.append(os.waitpid(fork, 0)[1])
+        done.set()
+        holder.join()
+    print(statuses, ctx.call(os.getpid) == ctx.info['pid'], flush=True)
+"""
+
+
+def test_a_fork_made_while_a_lock_was_held_fails_its_calls_at_once() -> None:
+    """The fork's router kept the parent's locks (held by a thread the
+    fork lacks): its calls waited for ever instead of failing."""
+    master = subprocess.run(
+        [sys.executable, '-c', FORK_UNDER_A_HELD_LOCK % (sys.path,)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert master.stdout.split(b'\n')[0] == b'[768, 768, 768] True', \
+        master.stderr
+
+
 # A master that forks a long-lived worker (multiprocessing's fork, say),
 # prints its context's pid and the worker's, and is killed.
 FORKING_MASTER = '''
@@ -646,6 +690,11 @@ def test_shutting_down_a_context_out_of_reach_fails_at_once(
                                                  far.context_id)):
             left.call_async(local_fns.shut_down, far, 60).result(timeout=30)
     assert right.call(local_fns.shut_down, below, 30) is False
+    # Nor may it shut the master down (a handle the master does not serve).
+    with pytest.raises(plasmid.CallError,
+                       match='context 0 takes no messages on handle'):
+        left.call_async(local_fns.shut_down_the_master, 60).result(
+            timeout=30)
     with pytest.raises(plasmid.ContextLost):
         below.call(local_fns.getpid)
 
