@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 
 import plasmid
 from plasmid.core.dispatch import resolve
+from plasmid.master.router import LONGEST_CONNECT_TIMEOUT
 
 ROUND_TRIPS = 200
 
@@ -38,14 +39,16 @@ class _AddHop(argparse.Action):
 
 
 def _seconds(text: str) -> float:
-    """A --timeout: a number of seconds above zero."""
+    """A --timeout: a number of seconds above zero, as connect_timeout
+    takes it."""
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not 0 < seconds < math.inf:
+    if not 0 < seconds <= LONGEST_CONNECT_TIMEOUT:
         raise argparse.ArgumentTypeError(
-            'a number of seconds above zero, not %r' % text)
+            'a number of seconds above zero, at most %d, not %r'
+            % (LONGEST_CONNECT_TIMEOUT, text))
     return seconds
 
 
@@ -179,12 +182,19 @@ def _function(module: str, name: str):
     return found
 
 
+class _ContextOutput(logging.StreamHandler):
+    """Shows the contexts' lines on stderr as they wrote them."""
+
+
 def _show_context_output() -> None:
     """What the contexts print and log goes to stderr, as lines of their
-    own (stdout carries the JSON result)."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter('%(message)s'))
+    own (stdout carries the JSON result); once per process, however many
+    times main() runs."""
     contexts = logging.getLogger('plasmid.ctx')
+    if any(isinstance(h, _ContextOutput) for h in contexts.handlers):
+        return
+    handler = _ContextOutput(sys.stderr)
+    handler.setFormatter(logging.Formatter('%(message)s'))
     contexts.addHandler(handler)
     contexts.setLevel(logging.INFO)
     contexts.propagate = False

@@ -2,6 +2,7 @@
 runs it: ``python3 -m plasmid``."""
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import subprocess
@@ -57,7 +58,8 @@ def test_a_function_or_argument_that_is_not_there_is_a_message(
     assert 'Traceback' not in done.stderr
 
 
-@pytest.mark.parametrize('timeout', ['0', '-5', 'nan', 'inf', 'soon'])
+@pytest.mark.parametrize('timeout', ['0', '-5', 'nan', 'inf', 'soon',
+                                     '3000000'])
 def test_a_timeout_that_is_no_positive_number_is_a_usage_error(
         timeout) -> None:
     """0, -5 and nan were Python tracebacks (ValueError); 'soon' was
@@ -76,6 +78,25 @@ def test_what_the_function_prints_and_logs_shows_on_stderr() -> None:
     done = plasmid_command('call', 'cli_chatty.chatty', env=env)
     assert (done.returncode, done.stdout) == (0, '5\n'), done.stderr
     assert done.stderr.splitlines() == ['printed', 'to stderr', 'logged']
+
+
+def test_main_run_twice_in_one_process_shows_each_line_once(
+        capsys, monkeypatch) -> None:
+    """Each main() added another handler: every line showed twice."""
+    from plasmid import cli
+    monkeypatch.syspath_prepend(os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), 'cli_fns'))
+    contexts = logging.getLogger('plasmid.ctx')
+    before = contexts.handlers[:], contexts.level, contexts.propagate
+    try:
+        for _ in range(2):
+            assert cli.main(['call', 'cli_chatty.chatty']) == 0
+    finally:  # as it was, for the tests that read these records
+        contexts.handlers[:], contexts.level, contexts.propagate = before
+    captured = capsys.readouterr()
+    assert captured.out == '5\n5\n'
+    assert captured.err.splitlines() == ['printed', 'to stderr',
+                                         'logged'] * 2
 
 
 def test_a_chain_of_hops_runs_in_the_order_given(podman_container) -> None:
