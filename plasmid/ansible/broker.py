@@ -357,12 +357,15 @@ class Broker:
 
     def shell_runs(self, spec: dict, shell: str) -> bool:
         """Whether the shell ansible names (its ``executable``) can run
-        on the login's host: asked once per login and shell."""
+        on the login's host: once there, it is taken to stay; one that is
+        not is asked for again (a task may install it), at a cost only to
+        commands that go as given anyway."""
         login = self._login(spec)
         if shell not in login.shells:
-            login.shells[shell] = self._call(spec, login, target.runs_here,
-                                             shell)
-        return login.shells[shell]
+            if not self._call(spec, login, target.runs_here, shell):
+                return False
+            login.shells.add(shell)
+        return True
 
     def mkdtemp(self, spec: dict, command: str, base: str,
                 name: str) -> tuple:

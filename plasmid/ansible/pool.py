@@ -112,7 +112,7 @@ class Target:
         # module needs.  Only the thread holding this lane touches them.
         self._sent_ahead: list[SentAhead] = []
         self.homes: dict[str, tuple] = {}
-        self.shells: dict[str, bool] = {}  # a login's: which ones run
+        self.shells: set[str] = set()  # a login's: those found to run
         # The directory the context was moved to (the local connection's
         # commands run in the task's directory); None: where it started.
         self.cwd: Optional[str] = None

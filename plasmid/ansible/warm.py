@@ -94,8 +94,8 @@ def import_modules(modules, wanted, finders, module_fqn):
 
 
 def _note_path_folders():
-    for folder in sys.path:
-        if folder and folder not in _PATH_FOLDERS:
+    for folder in sys.path:  # absolute ones: '.' would follow the cwd
+        if folder.startswith('/') and folder not in _PATH_FOLDERS:
             try:
                 _PATH_FOLDERS[folder] = os.stat(folder).st_mtime
             except OSError:

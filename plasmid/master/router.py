@@ -8,6 +8,7 @@ instead, so many threads can call at once.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import logging
 import os
@@ -17,7 +18,8 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import (Any, Callable, Iterator, Mapping, Optional, Sequence,
+                    Union)
 
 from plasmid.connect import context_log, spawn, ssh as ssh_method, \
     su as su_method, watchdog
@@ -335,6 +337,17 @@ def _own_reference(context: Context) -> tuple:
     return context.context_id, context.name
 
 
+@contextlib.contextmanager
+def _sending_through(core: CoreRouter) -> Iterator[None]:
+    """Context handles encoded meanwhile on this thread must be *core*'s
+    (see _own_reference)."""
+    _SENDING.core = core
+    try:
+        yield
+    finally:
+        _SENDING.core = None
+
+
 class ReferencedContext(Context):
     """A context that a message named and this master did not start (or
     has forgotten since it was shut down): its calls' futures check their
@@ -345,6 +358,11 @@ class ReferencedContext(Context):
 
     def __plasmid_ref__(self) -> tuple:
         return _own_reference(self)
+
+    def _call_message(self, func: Any, args: tuple, kwargs: dict,
+                      reply_to: int) -> Message:
+        with _sending_through(self.router):
+            return super()._call_message(func, args, kwargs, reply_to)
 
 
 class MasterContext(Context):
@@ -403,9 +421,9 @@ class MasterContext(Context):
         why = main_script.why_not_there(func)
         if why is not None:
             raise TypeError('cannot call %r: %s' % (func, why))
-        _SENDING.core = self.router
         try:
-            return super()._call_message(func, args, kwargs, reply_to)
+            with _sending_through(self.router):
+                return super()._call_message(func, args, kwargs, reply_to)
         except TypeError:
             why = _why_not_called_by_name(func)
             if why is None:
@@ -419,8 +437,6 @@ class MasterContext(Context):
             raise StreamError(
                 'cannot send arguments nested more than %d containers deep'
                 % ARGUMENT_DEPTH) from None
-        finally:
-            _SENDING.core = None
 
     def _before_call(self, module: str) -> str:
         """The called function's module goes ahead of the call to the

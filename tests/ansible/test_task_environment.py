@@ -114,10 +114,10 @@ LIBRARY_BOOK = """
     - name: where the user site is
       command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
       register: usersite
-    - name: make the user site
-      file: {path: "{{ usersite.stdout }}", state: directory}
     - name: before any library
       library_value:
+    - name: make the user site
+      file: {path: "{{ usersite.stdout }}", state: directory}
     - name: install the library
       copy: {content: "VALUE = 1\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
     - name: first version
@@ -131,6 +131,10 @@ LIBRARY_BOOK = """
     - name: remove the library
       file: {path: "{{ usersite.stdout }}/plasmid_lib_ver.py", state: absent}
     - name: after removal
+      library_value:
+    - name: install it again, in a folder on the path by now
+      copy: {content: "VALUE = 333\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
+    - name: installed again
       library_value:
     - name: clean up
       file: {path: "{{ usersite.stdout }}", state: absent}
@@ -157,8 +161,8 @@ def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
                   for (_, name), r in ours.by_task().items()}
         assert [values[name] for name in (
             'before any library', 'first version', 'again, warm',
-            'second version', 'after removal')] == \
-            ['ImportError', 1, 1, 22222, 'ImportError'], (field, values)
+            'second version', 'after removal', 'installed again')] == \
+            ['ImportError', 1, 1, 22222, 'ImportError', 333], (field, values)
 
 
 WRAPPED_BOOK = """

@@ -268,6 +268,13 @@ def test_a_context_of_another_router_is_refused_as_an_argument(
                 send(local_fns.record, [stranger])
         assert ctx.call(local_fns.recorded) == []
         assert ctx.call(local_fns.echo, ctx) is ctx
+        # Nor through a handle a reply named (one this router forgot).
+        gone = router.local()
+        gone.shutdown()
+        named = ctx.call(local_fns.echo, gone)
+        assert type(named) is not type(gone)
+        with pytest.raises(plasmid.Error, match='another router'):
+            named.call_async(local_fns.record, [stranger])
 
 
 def test_unsupported_return_type(ctx: plasmid.Context) -> None:
