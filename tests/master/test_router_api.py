@@ -497,7 +497,7 @@ def test_a_message_limit_that_is_no_size_is_refused(size) -> None:
 
 
 def test_a_threaded_router_refuses_to_be_shut_down_from_its_io_thread(
-        ) -> None:
+        tmp_path) -> None:
     """From a future's callback (on the I/O thread) it stalled the loop
     for shutdown_timeout, then failed joining itself, and its contexts
     were lost as broken links."""
@@ -510,8 +510,10 @@ def test_a_threaded_router_refuses_to_be_shut_down_from_its_io_thread(
                 router.shutdown()
             except RuntimeError as exc:
                 raised.append(str(exc))
-        future = ctx.call_async(local_fns.echo, 1)
-        future.add_done_callback(shut_down)
+        go = tmp_path / 'go'
+        future = ctx.call_async(local_fns.wait_for_file, str(go), 1)
+        future.add_done_callback(shut_down)  # before it is done: on I/O
+        go.touch()
         assert future.result(timeout=30) == 1
         assert ctx.call(local_fns.echo, 2) == 2  # the callback ran by now
         assert len(raised) == 1 and 'own I/O thread' in raised[0], raised
