@@ -75,47 +75,54 @@ REFUSED_SETTINGS = {  # -o Name=value, the name in lower case
 }
 
 
-def _settings_of(ssh_args):
-    """The (name, value, text) of *ssh_args*' ``-o`` options, name and
-    value in lower case."""
-    for i, arg in enumerate(ssh_args):
-        if arg == '-o' and i + 1 < len(ssh_args):
-            setting = ssh_args[i + 1]
-        elif arg.startswith('-o') and len(arg) > 2:
-            setting = arg[2:]
-        else:
-            continue
-        parts = re.split(r'\s*[\s=]\s*', setting.strip(), 1)
-        value = (parts[1:] or [''])[0].strip('"').lower()
-        yield parts[0].lower(), value, setting
-
-
-def first_value(ssh_args, name, letter=None):
-    """The value ssh takes for its option *name* (``-o Name=value``) or
-    the flag *letter* standing for it, if any (``-p 22``, ``-p22``): the
-    first one given, quotes stripped, or None."""
+def _valued_options(ssh_args):
+    """(letter, value) for each of *ssh_args*' options that take a value,
+    in order: ``-p 22``, ``-p22``, ``-o Name=value`` (the value of one is
+    never taken for an option); none after "--"."""
     words = list(ssh_args)
     i = 0
     while i < len(words):
         word = words[i]
         i += 1
         if word == '--':
-            break
+            return
         if not word.startswith('-') or word.startswith('--'):
             continue
         for j, flag in enumerate(word[1:]):
-            if flag not in TAKES_VALUE:
-                continue
-            value = word[j + 2:]
-            if not value and i < len(words):
-                value, i = words[i], i + 1
-            if flag == 'o':
-                parts = re.split(r'\s*[\s=]\s*', value.strip(), 1)
-                if parts[0].lower() == name.lower() and len(parts) > 1:
-                    return parts[1].strip('"')
-            elif flag == letter:
-                return value.strip('"')
-            break
+            if flag in TAKES_VALUE:
+                value = word[j + 2:]
+                if not value and i < len(words):
+                    value, i = words[i], i + 1
+                yield flag, value
+                break
+
+
+def _setting(text):
+    """``Name=value`` or ``Name value`` as (name in lower case, value)."""
+    parts = re.split(r'\s*[\s=]\s*', text.strip(), 1)
+    return parts[0].lower(), (parts[1:] or [''])[0].strip('"')
+
+
+def _settings_of(ssh_args):
+    """The (name, value, text) of *ssh_args*' ``-o`` options, name and
+    value in lower case."""
+    for flag, text in _valued_options(ssh_args):
+        if flag == 'o':
+            name, value = _setting(text)
+            yield name, value.lower(), text
+
+
+def first_value(ssh_args, name, letter=None):
+    """The value ssh takes for its option *name* (``-o Name=value``) or
+    the flag *letter* standing for it, if any (``-p 22``, ``-p22``): the
+    first one given, quotes stripped, or None."""
+    for flag, text in _valued_options(ssh_args):
+        if flag == 'o':
+            found, value = _setting(text)
+            if found == name.lower() and value:
+                return value
+        elif flag == letter:
+            return text.strip('"')
     return None
 
 
