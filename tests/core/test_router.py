@@ -241,14 +241,21 @@ def test_from_child_handles_refuse_the_parent(
 def test_the_master_refuses_calls_from_children(
         master: Router, caplog: pytest.LogCaptureFixture) -> None:
     # The master serves no CALL handle at all: a child's CALL is refused
-    # and logged, whatever it asks for.
+    # and logged, whatever it asks for; a sender that waits is told (a
+    # child's shutdown of the master waited its whole timeout), others not.
     arrive(master, master.a, 0, 5, CALL, ('os', 'system', ('touch x',), {}),
            reply_to=1600)
     arrive(master, master.a, 0, 5, LOAD_MODULE, ('evil', False, 'x=1', 'f'))
     arrive(master, master.a, 0, 5, SHUTDOWN, None)
+    arrive(master, master.a, 0, 5, SHUTDOWN, None, reply_to=1601)
     refused = [e for e in errors(caplog) if 'takes no messages' in e]
-    assert len(refused) == 3
-    assert master.a.sent == []
+    assert len(refused) == 4
+    answers = master.a.messages()
+    assert [(m.dst, m.handle) for m in answers] == [(5, 1600), (5, 1601)]
+    for answer in answers:
+        ok, err = answer.value()
+        assert ok is False and isinstance(err, ContextLost)
+        assert 'context 0 takes no messages on handle' in str(err)
 
 
 def test_a_late_reply_is_dropped_quietly(
