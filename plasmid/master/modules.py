@@ -609,6 +609,13 @@ class ModuleResponder:
                 self._send_entry(child, ModuleEntry(name, False, None, None),
                                  None, {'for_name': name})
 
+    def take_fresh_locks(self) -> None:
+        """In a fork of the master: a lock another thread held as it was
+        made stays held (Router.forsake)."""
+        self.lock = threading.RLock()
+        if self.compilers is not None:
+            self.compilers.lock = threading.Condition()
+
     def push(self, child: int, name: str) -> None:
         """Send module *name* to direct child *child* before it asks, as the
         answer to an import of it would (its package's modules it needs

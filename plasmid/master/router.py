@@ -1155,6 +1155,7 @@ class Router:
         self.starts = StartsInFlight(self.lock)
         self.starts.closed = True  # shutdown() has nothing to do
         self.core.lock = threading.Lock()
+        self.responder.take_fresh_locks()
         interrupts.release(self.loop)
         os.close(self.loop.wake_r)
         os.close(self.loop.wake_w)

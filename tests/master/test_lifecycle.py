@@ -238,7 +238,8 @@ import plasmid
 with plasmid.Router(threaded=True) as router:
     ctx = router.local()
     statuses = []
-    for lock in (router.core.lock, router.lock, router.loop.deferred_lock):
+    for lock in (router.core.lock, router.lock, router.loop.deferred_lock,
+                 router.responder.lock):
         held, done = threading.Event(), threading.Event()
         def hold():
             with lock:
@@ -269,7 +270,7 @@ def test_a_fork_made_while_a_lock_was_held_fails_its_calls_at_once() -> None:
     master = subprocess.run(
         [sys.executable, '-c', FORK_UNDER_A_HELD_LOCK % (sys.path,)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-    assert master.stdout.split(b'\n')[0] == b'[768, 768, 768] True', \
+    assert master.stdout.split(b'\n')[0] == b'[768, 768, 768, 768] True', \
         master.stderr
 
 
