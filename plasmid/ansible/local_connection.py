@@ -128,17 +128,7 @@ def _logs_in(become: Optional[dict]) -> bool:
         return any(flag in ('-', '-l', '--login') for flag in flags)
     if become['method'] != 'sudo':
         return False
-    return '--login' in flags or any(_short_flags_have(flag, 'i')
-                                     for flag in flags)
-
-
-def _short_flags_have(word: str, letter: str) -> bool:
-    """Whether one word of sudo's options ("-Hi") holds *letter*."""
-    if not word.startswith('-') or word.startswith('--'):
-        return False
-    for found in word[1:]:
-        if found == letter:
-            return True
-        if found in _SUDO_VALUES:
-            return False  # the rest is that option's value
-    return False
+    # Here, not at the top: a worker that runs no command loads none of it.
+    from plasmid.connect.options import short_flags
+    return '--login' in flags or any(
+        letter == 'i' for letter, _ in short_flags(flags, _SUDO_VALUES))
