@@ -101,14 +101,8 @@ class ChildContext(object):
         self.router.lock = threading.Lock()
         self.importer.lock = threading.Lock()
         for s in self.children + [self.parent]:
-            s.lock = threading.Lock()
-            if not s.closed:
-                s.closed = True
-                os.dup2(self.null, s.rfd)
-                os.dup2(self.null, s.wfd)
-        os.close(self.loop.wake_r)
-        os.close(self.loop.wake_w)
-        self.loop.__init__()
+            s.let_go(self.null)
+        self.loop.renew()
         sys.stdout = os.fdopen(os.dup(1), 'w', 1)
         sys.stderr = os.fdopen(os.dup(2), 'w', 1)
 

@@ -279,6 +279,12 @@ class Loop(object):
         except OSError:
             pass
 
+    def renew(self):
+        # In a fork: a loop of its own (the owner, locks and wake-up pipe
+        # are the parent's).
+        self.close()
+        self.__init__()
+
     def close(self):
         for fd in (self.wake_r, self.wake_w):
             try:

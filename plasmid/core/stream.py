@@ -206,6 +206,17 @@ class Stream(Pausable):
 
     # ---------------------------------------------------------- closing
 
+    def let_go(self, null):
+        # In a fork: no link.  An open stream's fds become copies of *null*
+        # (closed, their numbers could be anyone's by the time we closed
+        # them again), and it counts as closed; a fresh lock (another
+        # thread may have held this one as the fork was made).
+        self.lock = threading.Lock()
+        if not self.closed:
+            self.closed = True
+            os.dup2(null, self.rfd)
+            os.dup2(null, self.wfd)
+
     def close(self):
         """Forget the fds and tell everyone interested; loop thread only."""
         with self.lock:

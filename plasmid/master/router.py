@@ -1157,17 +1157,11 @@ class Router:
         self.core.lock = threading.Lock()
         self.responder.take_fresh_locks()
         interrupts.release(self.loop)
-        os.close(self.loop.wake_r)
-        os.close(self.loop.wake_w)
-        self.loop.__init__()
+        self.loop.renew()
         null = os.open(os.devnull, os.O_RDWR)
         try:
             for stream in self.streams:
-                stream.lock = threading.Lock()
-                if not stream.closed:
-                    stream.closed = True
-                    os.dup2(null, stream.rfd)
-                    os.dup2(null, stream.wfd)
+                stream.let_go(null)  # as a context's fork does (child.py)
         finally:
             os.close(null)
 
