@@ -319,6 +319,10 @@ def _why_not_called_by_name(func: Any) -> Optional[str]:
     if '<' in qualname:
         return ('lambdas, closures and nested functions cannot be imported '
                 'by name; define it at module level')
+    if owner is None and getattr(func, '__module__', None) is None:
+        # A C type's static method (str.maketrans) names no module.
+        return ('%s names no module to import it from; call a function of '
+                'your own that calls it' % qualname)
     return None
 
 

@@ -181,7 +181,8 @@ def _nested_function() -> int:
     (_nested_function, 'closures'),
     (lambda: local_fns.Tools().instance_method, 'bound to an instance'),
     (lambda: functools.partial(local_fns.add, 1), 'a partial has no name'),
-], ids=['lambda', 'closure', 'bound-method', 'partial'])
+    (lambda: str.maketrans, 'str.maketrans names no module'),
+], ids=['lambda', 'closure', 'bound-method', 'partial', 'builtin-static'])
 def test_unimportable_functions_fail_at_once(ctx: plasmid.Context,
                                              make_func, words: str) -> None:
     func = make_func()
