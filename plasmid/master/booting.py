@@ -43,10 +43,12 @@ class Boot:
         self.stream = None
         self.timer = None
         self.overdue = False
+        self.shut_down_id: Optional[int] = None  # see shut_down()
 
     @property
     def error(self) -> Optional[ConnectError]:
-        """Why the boot failed; None while it goes on, or once it worked."""
+        """Why the boot failed (ContextLost if the master shut the context
+        down first); None while it goes on, or once it worked."""
         return self.hello.error
 
     def watch(self, stream) -> None:
@@ -72,6 +74,11 @@ class Boot:
             raise ConnectError('%s: the Python started but did not boot '
                                'within %gs' % (self.name, self.timeout))
 
+    def shut_down(self, context_id: int) -> None:
+        """The master asked the context to exit: if it ends before its
+        HELLO, that is why, not a boot that failed."""
+        self.shut_down_id = context_id
+
     def _on_overdue(self) -> None:
         if self.hello.is_set or self.stream.closed:
             return
@@ -85,11 +92,26 @@ class Boot:
         if self.timer is not None:
             self.loop.cancel_timer(self.timer)
         said = stream.error_output.said() if stream.error_output else ''
+        if self.shut_down_id is not None:
+            self.hello.set(error=self._shut_down_error(said))
+            return
         reason = 'the Python started but did not boot'
         if self.overdue:
             reason += ' within %gs' % self.timeout
         self.hello.set(error=spawn.start_failed(self.name, reason, said,
                                                 not self.overdue))
+
+
+    def end_unheard(self) -> None:
+        """The router shut down: a boot not heard of by then never will
+        be (its loop is closed; a wait for the HELLO must not run it)."""
+        if not self.hello.is_set:
+            self.hello.set(error=self._shut_down_error(''))
+
+    def _shut_down_error(self, said: str) -> ContextLost:
+        # The words of the core's loss, which calls after the boot get.
+        return ContextLost('context %s is gone: it was shut down'
+                           % (self.shut_down_id or self.name), said)
 
 
 class BootingFuture(Future):

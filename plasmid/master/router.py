@@ -470,12 +470,19 @@ class MasterContext(Context):
         """The master's direct child on the route to this context."""
         return Router._path_to(self)[0]
 
+    def note_shut_down(self) -> None:
+        """Before SHUTDOWN goes: its loss is then said to be that (also
+        to calls waiting for a boot it cuts short), not a broken link."""
+        self.master.core.told_to_shut_down.add(self.context_id)
+        if self.boot is not None:
+            self.boot.shut_down(self.context_id)
+
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
         """Ask the context to exit; with *wait*, until its process is gone."""
         timeout = _checked_wait('timeout', timeout)
         if not self.is_alive():
             return
-        self.master.core.told_to_shut_down.add(self.context_id)
+        self.note_shut_down()
         try:
             super().shutdown(wait=wait, timeout=timeout)
         except TimeoutError:
@@ -484,7 +491,10 @@ class MasterContext(Context):
             # Still busy at the timeout, like Router.shutdown: kill our
             # process; its stream then closes and it is lost at once.
             self.stream.process.kill()
-            super().shutdown(wait=True, timeout=spawn.REAP_TIMEOUT)
+            try:
+                super().shutdown(wait=True, timeout=spawn.REAP_TIMEOUT)
+            except ContextLost:
+                pass  # the kill's: this SHUTDOWN met the link it closed
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)
@@ -1029,7 +1039,7 @@ class Router:
         """A context that came up after the shutdown stopped waiting for
         starts: stopped here (its process killed, a remote one told)."""
         stream = context.stream
-        self.core.told_to_shut_down.add(context.context_id)
+        context.note_shut_down()
         if stream is None:
             try:
                 self.core.send(Message(context.context_id, MASTER_ID,
@@ -1143,6 +1153,8 @@ class Router:
             if stream.process is not None:
                 spawn.reap(stream.process, max(0.1, deadline - time.time()))
             self._release(stream)
+        for boot in self.boots.values():
+            boot.end_unheard()
         self.responder.close()
         self.loop.close()
         interrupts.release(self.loop)
@@ -1175,7 +1187,7 @@ class Router:
         for context in list(self.contexts.values())[::-1]:
             if context.is_alive() and context.context_id not in told:
                 told.add(context.context_id)
-                self.core.told_to_shut_down.add(context.context_id)
+                context.note_shut_down()
                 self.core.send(Message(context.context_id, MASTER_ID,
                                        SHUTDOWN))
         return told

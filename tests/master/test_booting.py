@@ -97,6 +97,40 @@ def test_a_context_that_booted_loses_its_calls_as_context_lost() -> None:
         assert ctx.boot.error is None
 
 
+def test_a_context_shut_down_before_its_boot_answers_says_so() -> None:
+    """Its boot is cut short by the shutdown (the process killed at the
+    timeout): the calls waiting for it, and its info, say it was shut
+    down, not that its Python did not boot (killed by signal 9)."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=interposed(sys.executable, answer=-1))
+        early = ctx.call_async(os.getpid)
+        ctx.shutdown(timeout=0)
+        said = 'context %d is gone: it was shut down' % ctx.context_id
+        for attempt in (lambda: early.result(timeout=30),
+                        lambda: ctx.info,
+                        lambda: ctx.call(os.getpid)):
+            with pytest.raises(plasmid.ContextLost) as info:
+                attempt()
+            assert str(info.value) == said
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_boot_unheard_when_the_router_shuts_down_ends_with_it(
+        threaded) -> None:
+    """The router is shut down while a boot has not answered: the
+    context's info says it was shut down (it ran the closed loop, whose
+    deferred reader then read a closed stderr: a TypeError)."""
+    router = plasmid.Router(threaded=threaded)
+    ctx = router.local(python_path=interposed(sys.executable, answer=-1))
+    early = ctx.call_async(os.getpid)
+    router.shutdown(timeout=0)
+    said = 'context %d is gone: it was shut down' % ctx.context_id
+    for attempt in (lambda: early.result(timeout=30), lambda: ctx.info):
+        with pytest.raises(plasmid.ContextLost) as info:
+            attempt()
+        assert str(info.value) == said
+
+
 def test_a_second_hello_claims_nothing() -> None:
     """A context's HELLO says which Python it runs, which picks the
     compile helper for its imports: a second one, sent by code running in
