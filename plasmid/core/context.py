@@ -181,8 +181,7 @@ class Context(object):
 
     def _send_call(self, func, args, kwargs):
         if self.context_id in self.router.lost:
-            raise ContextLost('context %s is gone' % (self.name,),
-                              self.router.lost_said.get(self.context_id, ''))
+            raise self.router.lost_error(self.context_id)
         self.router.send(self._call_message(func, args, kwargs, 0))
 
     def is_alive(self):

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import pytest
 
+from plasmid.core.context import Context
 from plasmid.core.errors import ContextLost, ProtocolError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import Latch, Loop
@@ -368,6 +369,17 @@ def test_lose_fails_pending_replies_and_tells_the_parent(
     assert isinstance(late.error, ContextLost)
     with pytest.raises(ContextLost):
         late.wait(0)
+
+
+def test_a_call_without_reply_to_a_lost_context_says_why(
+        child: Router) -> None:
+    """As a call's ContextLost does (it said only 'context ctx8 is
+    gone', without the reason)."""
+    child.lose([8], 'it crashed')
+    with pytest.raises(ContextLost) as info:
+        Context(child, 8, 'ctx8').call_no_reply(os.getpid)
+    assert str(info.value) == 'context 8 is gone: it crashed'
+    assert child.d.messages() == []  # nothing sent
 
 
 def test_a_closed_stream_loses_every_context_behind_it(
