@@ -633,9 +633,11 @@ def _connect(router, spec, blob, method, tty, watch_boot, on_process,
                           should_stop=should_stop)
     try:
         info = handshake.run(connect_timeout(spec))
-    except BaseException:
+    except BaseException as exc:
         proc.close_all()
-        reap(proc, 1.0)
+        # A failed start's program (ssh refused) ends of itself; Ctrl-C
+        # is the user's wish to stop now, not a second later.
+        reap(proc, 0 if isinstance(exc, KeyboardInterrupt) else 1.0)
         raise
     proc.close_tty_slave()
     handshake.reader.max_message = router.max_message  # the router's limit

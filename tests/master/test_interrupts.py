@@ -69,6 +69,20 @@ def test_an_interrupted_start_leaves_no_program_behind(mode: str,
     assert seen['more descriptors'] == 0, seen
 
 
+def test_an_interrupted_start_kills_its_program_at_once(tmp_path) -> None:
+    """Ctrl-C while a start waits for its program: the program is killed
+    then, not after the second a failed start gives it to end of itself
+    (before: it lived on, and touched a file half a second later, and
+    the KeyboardInterrupt reached the caller a second late)."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, 'interrupted_slow_start.py'),
+         str(tmp_path)], capture_output=True, text=True, timeout=120,
+        preexec_fn=interruptible)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {'interrupted': True, 'lived on': False}, seen
+
+
 def test_the_default_handler_comes_back_with_the_last_router() -> None:
     code = ('import signal, plasmid\n'
             'before = signal.getsignal(signal.SIGINT)\n'
