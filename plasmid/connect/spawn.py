@@ -833,7 +833,10 @@ def stop_child(context_id):
 
 
 def connect_child(spec):
-    """Called in an intermediary: start a child of this context."""
+    """Called in an intermediary: start a child of this context; return
+    its HELLO info, or the ConnectError that says why it did not start
+    (returned: raised, it would be a call's failure, a CallError, as a
+    ConnectError that a user's function raises is)."""
     from plasmid.core import child
     here = child.current
     try:
@@ -841,10 +844,12 @@ def connect_child(spec):
         # once instead of leaving its program behind when this one exits.
         stream, info = connect(here.router, spec, here.blob,
                                should_stop=lambda: here.stopping)
-    except BaseException:
+    except BaseException as exc:
         # The hops above were told the route to it before the start: the
         # loss, sent up ahead of the failure's reply, clears it there.
         here.router.lose([spec['context_id']], 'start-up failed')
+        if isinstance(exc, ConnectError):
+            return exc
         raise
     adopt(here.children, stream)
     python = python_of(info)

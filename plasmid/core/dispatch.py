@@ -14,8 +14,7 @@ import threading
 import time
 
 from plasmid.core import compat
-from plasmid.core.errors import (CallError, ConnectError, StreamError,
-                                 ProtocolError)
+from plasmid.core.errors import CallError, StreamError, ProtocolError
 from plasmid.core.logger import Logger
 from plasmid.core.router import CALL, FROM_PARENT
 
@@ -49,8 +48,6 @@ def resolve(module_name, qualname):
 
 def error_for(exc):
     """What to send back for an exception raised by a called function."""
-    if isinstance(exc, ConnectError):
-        return exc  # a failed hop stays a connect failure for the master
     try:
         trace = compat.stdlib('traceback').format_exc()
     except BaseException:  # Python 2's str(exc) in it raised (see below)

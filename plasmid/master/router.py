@@ -991,8 +991,8 @@ class Router:
             info = via.call_async(spawn.connect_child, spec).result(
                 timeout=longest)
         except CallError as exc:
-            # Not a failed start (connect_child raises ConnectError), but
-            # a call that could not run there: its module not delivered
+            # Not a failed start (connect_child returns its ConnectError),
+            # but a call that could not run there: its module not delivered
             # (larger than max_message_size), an error of ours.  It ended,
             # so nothing is left to stop.
             self.core.lose([new_id], 'start-up failed')
@@ -1009,6 +1009,9 @@ class Router:
                         spec['name'], via.name, via.name, longest,
                         own_limit)) from None
             raise
+        if isinstance(info, ConnectError):  # the start failed there
+            self.core.lose([new_id], 'start-up failed')
+            raise info
         self.responder.started_via(new_id, via.context_id,
                                    spawn.python_of(info))
         context = MasterContext(self, new_id, spec['name'], via, info)

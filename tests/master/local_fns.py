@@ -61,6 +61,11 @@ def fail(message):
     raise ValueError(message)
 
 
+def fail_to_connect(message):
+    import plasmid
+    raise plasmid.ConnectError(message)
+
+
 def nested(levels):
     value = []
     for _ in range(levels - 1):

@@ -162,6 +162,18 @@ def test_remote_exception_becomes_call_error(ctx: plasmid.Context) -> None:
     assert ctx.call(local_fns.add, 1, 1) == 2
 
 
+def test_a_functions_own_plasmid_error_is_a_call_error(
+        ctx: plasmid.Context) -> None:
+    """A ConnectError that the called function raises is its failure,
+    with its traceback, like any other: it came back bare, as if the
+    context had failed to start (only a start via the context is that)."""
+    with pytest.raises(plasmid.CallError) as info:
+        ctx.call(local_fns.fail_to_connect, 'not a start')
+    assert info.value.type_name == 'ConnectError'
+    assert info.value.message == 'not a start'
+    assert 'fail_to_connect' in info.value.remote_traceback
+
+
 def test_remote_exception_via_future(ctx: plasmid.Context) -> None:
     fut = ctx.call_async(local_fns.fail, 'async failure')
     with pytest.raises(plasmid.CallError) as info:
