@@ -179,6 +179,30 @@ def _probe_of_own_stdlib(fullname):
     return False
 
 
+class _Listing(object):
+    """The one entry of a package's ``__path__`` (a path that no file
+    has): ``pkgutil.iter_modules`` asks it the package's submodules, which
+    the parent lists (resources.submodules); imports are the Importer's."""
+
+    def __init__(self, package):
+        self.package = package
+
+    def find_spec(self, *args):
+        return None
+
+    find_module = find_spec
+
+    def iter_modules(self, prefix=''):
+        from plasmid.core import resources
+        return resources.submodules(self.package, prefix)
+
+
+def _listing(package):
+    path = '/<plasmid>/' + package
+    sys.path_importer_cache[path] = _Listing(package)
+    return [path]
+
+
 class Importer(object):
     """Meta-path finder and loader backed by the parent context."""
 
@@ -457,17 +481,20 @@ class Importer(object):
         import importlib.machinery
         spec = importlib.machinery.ModuleSpec(
             fullname, self, origin=entry.filename, is_package=entry.is_pkg)
+        if entry.is_pkg:
+            spec.submodule_search_locations = _listing(fullname)
         spec.has_location = False
         return spec
 
     def find_module(self, fullname, path=None):  # Python 2
         # Python 2 asks meta-path finders before its own import machinery,
         # so leave whatever it can find itself to it.  Inside packages on
-        # this machine's disk (a non-empty __path__; ours have none),
+        # this machine's disk (a __path__, not ours),
         # ``import os`` makes it probe ``pkg.os`` first: those probes are
         # not ours to answer (the parent would say no, a round trip each).
         parent = sys.modules.get(fullname.rpartition('.')[0])
-        if getattr(parent, '__path__', None):
+        if getattr(parent, '__loader__', 0) is not self and \
+                getattr(parent, '__path__', None):
             return None
         if _found_by_python2(fullname, path) or \
                 self._entry_for(fullname) is None:
@@ -486,7 +513,7 @@ class Importer(object):
         sys.modules[fullname] = module
         module.__loader__ = self
         if entry.is_pkg:
-            module.__path__ = []
+            module.__path__ = _listing(fullname)
             module.__package__ = fullname
         else:
             module.__package__ = fullname.rpartition('.')[0]

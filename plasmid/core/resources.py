@@ -19,6 +19,19 @@ TOO_LARGE = 'too-large'
 # The "package" whose data are installed distributions' metadata
 # (``NAME/METADATA``): no module can have this name.
 DISTRIBUTIONS = '.dist-info'
+# The "package" whose data path NAME lists package NAME's submodules.
+SUBMODULES = '.submodules'
+
+
+def submodules(package, prefix):
+    """``pkgutil.iter_modules``'s answer for a package from the parent:
+    ``(prefix + name, is_package)`` for each of its submodules there."""
+    from plasmid.core import child
+    kind, found = ParentData(child.current.importer).fetch_data(SUBMODULES,
+                                                                package)
+    if kind != 'dir':
+        return []
+    return [(prefix + name, bool(is_pkg)) for name, is_pkg in found]
 
 
 class ParentData(object):

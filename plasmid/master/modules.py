@@ -34,6 +34,7 @@ import importlib.util
 import logging
 import marshal
 import os
+import pkgutil
 import re
 import sys
 import sysconfig
@@ -47,7 +48,7 @@ from typing import Any, Optional, Sequence
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.errors import StreamError
 from plasmid.core.importer import ModuleEntry
-from plasmid.core.resources import DISTRIBUTIONS
+from plasmid.core.resources import DISTRIBUTIONS, SUBMODULES
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
                                  LOAD_MODULE)
 from plasmid.master import bootstrap, data_files, scanner
@@ -209,6 +210,10 @@ class ModuleFinder:
     def _is_stdlib(self, path: str) -> bool:
         return path.startswith(self.stdlib_dirs) and \
             not any(marker in path for marker in self.site_markers)
+
+    def submodule_locations(self, package: str) -> list[str]:
+        """Where *package*'s submodules are here (see _search_locations)."""
+        return _search_locations(package, self._spec(package))
 
     def _spec(self, fullname: str):
         if fullname == '__main__':
@@ -574,12 +579,27 @@ class ModuleResponder:
         if package == DISTRIBUTIONS:
             return data_files.distribution(relpath,
                                            self.router.max_message // 2)
+        if package == SUBMODULES:
+            return self.submodules(relpath)
         entry = self.finder.find(package)
         if entry.source is None or not entry.is_pkg or \
                 package in self.finder.namespaces:
             return data_files.MISSING
         return data_files.read(package, entry.filename, relpath,
                                self.router.max_message // 2)
+
+    def submodules(self, package: str) -> tuple:
+        """``('dir', [[name, is_package], ...])``: what
+        ``pkgutil.iter_modules`` finds in *package* here (a namespace
+        package's every directory, a package in a zip), for a package we
+        serve; but the master's own modules, which are never sent."""
+        entry = self.finder.find(package)
+        if entry.source is None or not entry.is_pkg:
+            return data_files.MISSING
+        return ('dir', [[info.name, info.ispkg] for info in
+                        pkgutil.iter_modules(
+                            self.finder.submodule_locations(package))
+                        if not master_only(package + '.' + info.name)])
 
     def _on_request(self, msg) -> None:
         try:

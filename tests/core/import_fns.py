@@ -482,3 +482,27 @@ def import_after(seconds, name):
     time.sleep(seconds)
     importlib.import_module(name)
     return name
+
+
+def submodules(package):
+    """What pkgutil.iter_modules() finds in *package*: [name, is_package]
+    of each submodule, sorted."""
+    import importlib
+    import pkgutil
+    module = importlib.import_module(package)
+    return sorted([name, bool(is_pkg)] for _, name, is_pkg in
+                  pkgutil.iter_modules(module.__path__))
+
+
+def walked(package, forget_caches=False):
+    """The names pkgutil.walk_packages() finds below *package* (it imports
+    the subpackages to look inside them), sorted; with *forget_caches*,
+    after importlib.invalidate_caches() (Python 3), which drops the
+    finders of path entries that are not absolute paths."""
+    import importlib
+    import pkgutil
+    module = importlib.import_module(package)
+    if forget_caches and hasattr(importlib, 'invalidate_caches'):
+        importlib.invalidate_caches()
+    return sorted(name for _, name, _ in
+                  pkgutil.walk_packages(module.__path__, package + '.'))

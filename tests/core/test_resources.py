@@ -11,6 +11,7 @@ import pytest
 
 import import_fns
 from master_path import on_master_path
+from plasmid.master.modules import ANSIBLE_PAYLOAD
 import plasmid
 from testbed.pythons import require_python
 
@@ -132,6 +133,62 @@ def test_code_and_data_pass_through_an_intermediary_of_the_other_python(
         ctx = router.local(python_path=require_python(inner), via=via)
         assert ctx.call(import_fns.attribute, 'imptree', 'NAME') == 'imptree'
         assert get_data(ctx, 'imptree', 'data/greeting.txt') == GREETING
+
+
+# --------------------------------------------------- pkgutil.iter_modules
+
+
+def listed_here(*parts: str) -> list:
+    """What pkgutil.iter_modules() finds in one directory here."""
+    import pkgutil
+    return sorted([name, is_pkg] for _, name, is_pkg in
+                  pkgutil.iter_modules([os.path.join(*parts)]))
+
+
+@pytest.mark.parametrize('version', [None, '2.7', '3.6', '3.13'])
+def test_iter_modules_lists_a_package_from_the_master(tree: str,
+                                                      version) -> None:
+    """Plugins found by listing a package (pkgutil.iter_modules,
+    walk_packages) were not found: its __path__ was empty."""
+    python = require_python(version) if version else None
+    expected = listed_here(tree, 'imptree')
+    assert ['sub', True] in expected and ['helpers', False] in expected
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        assert ctx.call(import_fns.submodules, 'imptree') == expected
+        assert ctx.call(import_fns.submodules, 'imptree.sub') == \
+            listed_here(tree, 'imptree', 'sub')
+        walked = ctx.call(import_fns.walked, 'imptree', True)
+        assert 'imptree.sub.deep.deepmod' in walked
+        assert walked == import_fns.walked('imptree')
+        # Imports are as they were: a submodule, and a missing one.
+        assert ctx.call(import_fns.attribute, 'imptree.sub.sibling',
+                        'X') == 1
+        assert 'no_such' in ctx.call(import_fns.try_import,
+                                     'imptree.no_such')
+
+
+@pytest.mark.parametrize('middle,inner', [('2.7', '3.13'), ('3.13', '2.7')])
+def test_iter_modules_through_an_intermediary(tree: str, middle: str,
+                                              inner: str) -> None:
+    with plasmid.Router() as router:
+        via = router.local(python_path=require_python(middle))
+        ctx = router.local(python_path=require_python(inner), via=via)
+        assert ctx.call(import_fns.submodules, 'imptree') == \
+            listed_here(tree, 'imptree')
+
+
+def test_iter_modules_leaves_out_the_masters_own_modules() -> None:
+    """The accelerator's package in a context lists what a context may
+    import (its payload), not the controller's side (never sent)."""
+    from plasmid import ansible
+    with plasmid.Router() as router:
+        listed = router.local().call(import_fns.submodules, 'plasmid.ansible')
+    names = {name for name, _ in listed}
+    here = {name for name, _ in listed_here(ansible.__path__[0])}
+    assert 'broker' in here and 'broker' not in names
+    assert names == {name for name in here
+                     if 'plasmid.ansible.' + name in ANSIBLE_PAYLOAD}
 
 
 # ------------------------------------------ zips and files too large
