@@ -15,6 +15,8 @@ children's stderr through it).
 """
 from __future__ import absolute_import
 import logging
+import sys
+import traceback
 
 PREFIX = 'plasmid.ctx'
 
@@ -38,12 +40,22 @@ def log(context_name, level, msg, args=(), extra=None):
         return
     record = logger.makeRecord(name, level, '(unknown file)', 0, msg, args,
                                None, extra=extra)
-    if logger.name == name:
-        logger.handle(record)  # its own filters and `disabled` apply
-    else:
-        # As propagation from a logger below: the ancestors' handlers
-        # only, never their filters.
-        logger.callHandlers(record)
+    try:
+        if logger.name == name:
+            logger.handle(record)  # its own filters and `disabled` apply
+        else:
+            # As propagation from a logger below: the ancestors' handlers
+            # only, never their filters.
+            logger.callHandlers(record)
+    except Exception:
+        # A filter of the program's that raises (logging guards only a
+        # handler's emit): here, on the loop, it lost the replies read
+        # with the record, or ended the I/O thread.  Reported as logging
+        # reports an emit that fails.
+        if logging.raiseExceptions:
+            sys.stderr.write('--- plasmid: logging a record of %s failed '
+                             '---\n%s' % (context_name,
+                                           traceback.format_exc()))
 
 
 def _deciding(name):

@@ -8,10 +8,11 @@ import types
 from plasmid.core import compat
 from plasmid.core.errors import ContextLost, Error, TimeoutError
 from plasmid.core.framing import Message
+from plasmid.core.logger import Logger
 from plasmid.core.loop import Latch, seconds_left
 from plasmid.core.router import CALL, SHUTDOWN
 
-
+LOG = Logger('plasmid.context')
 _REFS = {}  # function -> (module, qualname), for functions seen before
 _REFS_MAX = 4096
 
@@ -104,11 +105,21 @@ class Future(object):
         raise value
 
     def add_done_callback(self, callback):
-        self.latch.add_callback(lambda latch: callback(self))
+        self.latch.add_callback(lambda latch: _run_callback(callback, self))
 
     def __repr__(self):
         return '<Future %s on %s>' % (
             self.done() and 'done' or 'pending', self.context.name)
+
+
+def _run_callback(callback, future):
+    # It runs where the future was set: on the loop, amid a batch of
+    # replies or of the futures a loss fails.  Raised there, the rest
+    # were lost, the I/O thread or an intermediary's loop died.
+    try:
+        callback(future)
+    except Exception:
+        LOG.exception('done callback %r of %r failed', callback, future)
 
 
 class Context(object):

@@ -102,3 +102,30 @@ def test_contexts_started_and_stopped_leave_no_logger(kept) -> None:
     assert made_under('plasmid.ctx.t_started') == []
     assert ['plasmid.ctx.t_started.%d' % n for n in range(3)] == [
         r.name for r in kept.records if r.getMessage() == 'from the context']
+
+
+class Failing(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        raise KeyError('a filter of the program failed')
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_filter_that_raises_loses_no_reply(kept, capsys,
+                                             threaded: bool) -> None:
+    """Raised on the loop, amid the replies read with the record: a call
+    raised the filter's KeyError and its reply was lost (threadless), or
+    the I/O thread ended (threaded).  It is reported as logging reports
+    a handler's emit that fails."""
+    failing = Failing()
+    kept.addFilter(failing)
+    try:
+        with plasmid.Router(threaded=threaded) as router:
+            ctx = router.local(name='t_failing')
+            for n in range(3):
+                assert ctx.call(connect_fns.log_warning, 'said %d' % n) \
+                    == 'said %d' % n
+    finally:
+        kept.removeFilter(failing)
+    said = capsys.readouterr().err
+    assert said.count('logging a record of t_failing failed') == 3, said
+    assert 'a filter of the program failed' in said
