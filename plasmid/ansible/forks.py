@@ -490,8 +490,11 @@ def _run_main(main):  # pragma: no cover - in the child
         status = _exit_status(exc.code)
     except BaseException:
         status = _uncaught(*sys.exc_info())
-    # Modules clean up (their temp dir, say) in atexit handlers; we
-    # leave by os._exit, so run them here.
+    # We leave by os._exit, so do what an interpreter's exit does first:
+    # wait for the threads the module left running (and the work it gave
+    # a concurrent.futures executor), then run its atexit handlers (its
+    # temp dir's clean-up, say).
+    _join_threads()
     _run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -583,6 +586,16 @@ def _clear_exit_handlers():  # pragma: no cover - in the child
         atexit._clear()
     else:
         atexit._exithandlers[:] = []
+
+
+def _join_threads():  # pragma: no cover - in the child
+    threading = sys.modules.get('threading')  # none: no thread to wait for
+    shutdown = getattr(threading, '_shutdown', None)
+    if shutdown is not None:
+        try:
+            shutdown()
+        except Exception:
+            pass
 
 
 def _run_exit_handlers():  # pragma: no cover - in the child

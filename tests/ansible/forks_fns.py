@@ -34,6 +34,32 @@ def run_token():
     return run(Token())
 
 
+def _leave_work_running(payload):
+    """A module that exits with a thread, and a concurrent.futures job,
+    still at work: each says so on stdout when done."""
+    import threading
+    import time
+
+    def late(name):
+        time.sleep(0.3)
+        sys.stdout.write(name + ' ')
+        sys.stdout.flush()
+    threading.Thread(target=late, args=('thread',)).start()
+    if sys.version_info[0] >= 3:
+        import concurrent.futures
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        pool.submit(late, 'executor')
+    sys.exit(0)
+
+
+LEAVER = forks.Forker(_leave_work_running)
+
+
+def run_leaving_work():
+    status, out, _, _ = LEAVER.run('go')
+    return status, sorted(out.decode('ascii').split())
+
+
 def change_state():
     STATE.append('changed')
     FORKER.invalidate()

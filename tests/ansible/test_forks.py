@@ -55,6 +55,17 @@ def test_spares_run_the_work_until_the_context_changes(version):
         assert ctx.call(forks_fns.counts)['spare'] == 3
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13'])
+def test_a_module_process_waits_for_the_work_it_left_running(version):
+    """As an interpreter's exit does (vanilla's module process): a thread
+    the module started and a job it gave an executor finish before the
+    process ends (they were dropped: it left by os._exit at once)."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        expected = ['thread'] if version == '2.7' else ['executor', 'thread']
+        assert list(ctx.call(forks_fns.run_leaving_work)) == [0, expected]
+
+
 def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python('3.13'))
