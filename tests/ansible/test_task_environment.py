@@ -12,6 +12,7 @@ import pytest
 
 from parity import assert_same, run_both
 from runner import inventory, run_playbook
+from testbed.pythons import require_python
 
 MODULE = '''#!/usr/bin/python
 import sys, time
@@ -85,6 +86,55 @@ def test_a_tasks_environment_reaches_the_modules_python_as_in_vanilla(
     # Neither leaks into the next task's interpreter.
     assert results['plain again'] == results['plain']
     assert results['plain']['found'] == 'ImportError'
+
+
+BARE_NAME_BOOK = """
+- hosts: targets
+  gather_facts: false
+  vars: {ansible_python_interpreter: python3}
+  tasks:
+    - name: plain
+      python_version_report:
+    - name: another python3 first on the task's path
+      python_version_report:
+      environment: {PATH: "%(bin)s:/usr/bin:/bin"}
+    - name: no python3 on the task's path
+      python_version_report:
+      environment: {PATH: /plasmid-no-such-dir}
+      ignore_errors: true
+"""
+VERSION_MODULE = '''#!/usr/bin/python
+import sys
+from ansible.module_utils.basic import AnsibleModule
+AnsibleModule(argument_spec={}).exit_json(version=list(sys.version_info[:2]))
+'''
+
+
+@pytest.mark.edge_releases
+def test_a_bare_interpreter_name_is_found_on_the_tasks_path(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible_python_interpreter: python3, and a task's PATH: vanilla's
+    shell runs the python3 that PATH finds first (3.12 here), or fails
+    the task (rc 127) where it finds none; ours ran the login's python3
+    (3.11), and the task passed."""
+    other = require_python('3.12')
+    bin_dir = tempfile.mkdtemp(prefix='plasmid-bin-')  # the account's too
+    try:
+        os.chmod(bin_dir, 0o755)
+        os.symlink(other, os.path.join(bin_dir, 'python3'))
+        (tmp_path / 'library').mkdir()
+        (tmp_path / 'library' / 'python_version_report.py').write_text(
+            VERSION_MODULE)
+        book = BARE_NAME_BOOK % {'bin': bin_dir}
+        vanilla, ours = run_both(ansible_bin, tmp_path, book,
+                                 inventory(sshd, ansible_account))
+    finally:
+        shutil.rmtree(bin_dir)
+    tasks = {name: r for (_, name), r in ours.by_task().items()}
+    assert tasks['another python3 first on the task\'s path']['result'][
+        'version'] == [3, 12], tasks
+    assert tasks['no python3 on the task\'s path']['status'] == 'failed'
+    assert tasks['no python3 on the task\'s path']['result']['rc'] == 127
 
 
 LIBRARY_MODULE = '''#!/usr/bin/python
