@@ -67,5 +67,6 @@ CODE = '''def watch(grace):
     if life not in hung and not poll.poll(int(grace*1000))and born()==birth:os.kill(pid,9)
   finally:os._exit(0)
  os.close(life)
- os.waitpid(middle,0)
+ try:os.waitpid(middle,0)
+ except OSError:pass
 '''

@@ -14,7 +14,7 @@ import threading
 import time
 
 from plasmid.core import compat
-from plasmid.core.errors import CallError, StreamError, ProtocolError
+from plasmid.core.errors import CallError, ProtocolError
 from plasmid.core.logger import Logger
 from plasmid.core.router import CALL, FROM_PARENT
 
@@ -115,7 +115,10 @@ class Dispatcher(object):
         self.loop.take()
         try:
             while not self.queue:
-                self.loop.run_once(None)
+                try:
+                    self.loop.run_once(None)
+                except Exception:  # a signal handler's, between calls
+                    LOG.exception('error in the loop')
             return self.queue.popleft()
         finally:
             self.loop.disown()
@@ -146,10 +149,10 @@ class Dispatcher(object):
             return
         try:
             self.router.reply(msg, outcome)
-        except StreamError as exc:
+        except Exception as exc:  # StreamError, MemoryError...
             error = outcome[1]
             if outcome[0] or not isinstance(error, CallError):
-                error = CallError('StreamError',
+                error = CallError(type(exc).__name__,
                                   'the result could not be sent: %s' % exc)
             else:  # too large: its type, the start of its message will do
                 cut = self.router.max_message >> 6  # chars; 4 bytes at most

@@ -204,3 +204,9 @@ def in_a_container():
 
 def getenv(name):
     return os.environ.get(name)
+
+
+def ignore_sigchld():
+    """As a daemon does: its children are reaped without a wait."""
+    import signal
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)

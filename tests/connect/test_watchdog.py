@@ -143,3 +143,28 @@ def test_the_watchdog_is_not_a_child_of_the_context(version: str) -> None:
     with plasmid.Router() as router:
         context = router.local(python_path=require_python(version))
         assert context.call(connect_fns.any_child_status) == errno.ECHILD
+
+
+@pytest.mark.parametrize('version', ['2.7', 'master'])
+def test_a_context_starts_where_sigchld_is_ignored(version: str) -> None:
+    """The first stage's wait for the watchdog's middle process failed
+    (ECHILD: the kernel reaps children itself there) and the new Python
+    exited: no start through an intermediary whose program ignores
+    SIGCHLD (a daemon's habit), nor from a master that inherited it
+    ignored (it survives exec), where every context inherits it too."""
+    python = require_python(version)
+    with plasmid.Router() as router:
+        middle = router.local(python_path=python)
+        middle.call(connect_fns.ignore_sigchld)
+        below = router.local(via=middle, python_path=python)
+        assert below.call(os.getpid) != middle.call(os.getpid)
+    script = ('import os, signal, sys, plasmid\n'
+              'signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n'
+              'with plasmid.Router() as router:\n'
+              '    ctx = router.local(python_path=sys.argv[1])\n'
+              '    print(ctx.call(os.getpid) != os.getpid())\n')
+    done = subprocess.run([sys.executable, '-c', script, python],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(
+                              os.path.dirname(os.path.abspath(__file__)))))
+    assert done.stdout.strip() == 'True', done.stderr

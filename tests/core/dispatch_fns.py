@@ -55,3 +55,35 @@ def fail_unprintably(interrupting=None):
 def fail_at_length(characters):
     """Raise a ValueError whose message has *characters* characters."""
     raise ValueError('x' * characters)
+
+
+def limit_memory(mib):
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+
+
+def big_result(mib):
+    """A result that fits, where its encoding (a copy) does not."""
+    return b'x' * (mib << 20)
+
+
+class Alarm(Exception):
+    pass
+
+
+def _raise_alarm(*args):
+    raise Alarm('the alarm went off')
+
+
+def set_an_alarm(seconds):
+    """A program's SIGALRM timeout, left armed when the call returns: its
+    handler then raises between calls, in the context's loop."""
+    import signal
+    signal.signal(signal.SIGALRM, _raise_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return os.getpid()
+
+
+def sleep(seconds):
+    time.sleep(seconds)
+    return seconds

@@ -2,6 +2,9 @@
 call is answered and before the next call."""
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 import plasmid
@@ -85,3 +88,36 @@ def test_an_error_too_large_to_send_keeps_its_type(version, limit):
         assert info.value.type_name == 'ValueError'
         assert info.value.message == 'x' * (limit >> 6)
         assert ctx.call(len, 'ab') == 2  # still serving
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_result_whose_encoding_runs_out_of_memory_is_an_error(version):
+    """The context died of it (MemoryError in the reply's encoding)."""
+    python = require_python(version) if version else None
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        pid = ctx.call(os.getpid)
+        ctx.call(dispatch_fns.limit_memory, 300)
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(dispatch_fns.big_result, 200)
+        assert info.value.type_name == 'MemoryError'
+        assert 'the result could not be sent' in info.value.message
+        assert ctx.call(os.getpid) == pid
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_signal_handler_that_raises_between_calls_is_logged(version):
+    """The error left the loop and ended the context ("the connection
+    was lost")."""
+    python = require_python(version) if version else None
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        pid = ctx.call(dispatch_fns.set_an_alarm, 0.2)
+        time.sleep(1.0)  # the alarm goes off while the context waits
+        assert ctx.call(os.getpid) == pid
+        # One that goes off during a call is that call's error, as before.
+        ctx.call(dispatch_fns.set_an_alarm, 0.2)
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(dispatch_fns.sleep, 5)
+        assert info.value.type_name == 'Alarm'
+        assert ctx.call(os.getpid) == pid
