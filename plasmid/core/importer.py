@@ -139,7 +139,7 @@ def _import_chain(fullname):
     """
     target = fullname
     frame = sys._getframe(1)
-    importing = False
+    importing = compat.PY2  # whose finders are asked only by imports
     while frame is not None:
         if frame.f_code.co_name == '_find_and_load':
             name = frame.f_locals.get('name')
@@ -470,6 +470,8 @@ class Importer(object):
             if entry.filename and importing:  # the parent's reason (an
                 # extension...), in an import, not importlib.util.find_spec;
                 # its name, for `from p import *`
+                if compat.PY2:  # whose imports ignore a finder's error:
+                    return entry  # load_module raises it
                 raise ModuleNotFoundError(entry.filename, name=fullname)
             return None
         return entry
@@ -509,6 +511,8 @@ class Importer(object):
 
     def load_module(self, fullname):  # Python 2
         entry = self.cache[fullname]
+        if entry.source is None:
+            raise ImportError(entry.filename)
         module = sys.modules.get(fullname) or imp.new_module(fullname)
         sys.modules[fullname] = module
         module.__loader__ = self

@@ -20,9 +20,9 @@ if _CORE_TESTS not in sys.path:
 import import_fns  # noqa: E402
 from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
-from testbed.pythons import require_python  # noqa: E402
 from plasmid.master import bootstrap  # noqa: E402
 from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
+from testbed.pythons import require_python  # noqa: E402
 
 
 @pytest.fixture
@@ -260,16 +260,20 @@ def test_no_package_data_from_a_namespace_package(tmp_path) -> None:
             ('missing', None)
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_module_too_large_to_send_fails_its_import_not_the_context(
-        tmp_path) -> None:
+        tmp_path, version) -> None:
     """The master could not send it (one message over max_message_size)
-    and answered nothing: the import, and the call, waited for ever."""
+    and answered nothing: the import, and the call, waited for ever.  On
+    Python 2 the reason was lost ("No module named"): its imports ignore
+    the ImportError a finder raises."""
     root = str(tmp_path)
     with open(os.path.join(root, 'plasmid_huge_module.py'), 'w') as handle:
         handle.write('BLOB = %r\n' % os.urandom(1 << 20))  # 1.4 MB packed
+    python = require_python(version) if version else None
     with on_master_path(root, 'plasmid_huge_module'), \
             plasmid.Router(max_message_size=1 << 20) as router:
-        ctx = router.local()
+        ctx = router.local(python_path=python)
         with pytest.raises(plasmid.CallError, match='plasmid_huge_module is '
                            'too large to send: a message of'):
             ctx.call_async(import_fns.import_facts,
