@@ -68,7 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                              action=_AddHop, metavar='PYTHON',
                              help='a local interpreter (default hop)')
         command.add_argument('--ssh', dest='ssh', action=_AddHop,
-                             metavar='[USER@]HOST[:PORT]')
+                             metavar='[USER@]HOST[:PORT]',
+                             help='an IPv6 HOST with a port in brackets: '
+                             '[::1]:22')
         command.add_argument('--sudo', dest='sudo', action=_AddHop,
                              metavar='USER')
         command.add_argument('--doas', dest='doas', action=_AddHop,
@@ -108,11 +110,32 @@ def _start_hop(router: plasmid.Router, method: str, value: str,
                               connect_timeout=args.timeout)
     if method == 'setns':
         return router.setns(pid=value, via=via, connect_timeout=args.timeout)
+    user, host, port = ssh_target(value)
+    return router.ssh(hostname=host, port=port, username=user,
+                      python_path=args.python, via=via,
+                      connect_timeout=args.timeout)
+
+
+def ssh_target(value: str) -> tuple:
+    """``[user@]host[:port]`` as (user or None, host, port or None); an
+    IPv6 address is given bare (``::1``) or, with a port, in brackets
+    (``[::1]:22``).  ValueError says what is wrong."""
     user, _, host = value.rpartition('@')
-    host, _, port = host.partition(':')
-    return router.ssh(hostname=host, port=int(port) if port else None,
-                      username=user or None, python_path=args.python,
-                      via=via, connect_timeout=args.timeout)
+    port = ''
+    if host.startswith('['):
+        host, bracket, port = host[1:].partition(']')
+        if not bracket or (port and not port.startswith(':')):
+            raise ValueError('--ssh %r: an IPv6 address in brackets is '
+                             '[ADDRESS] or [ADDRESS]:PORT' % value)
+        port = port[1:]
+    elif host.count(':') == 1:
+        host, _, port = host.partition(':')
+    if not host:
+        raise ValueError('--ssh %r: no host name' % value)
+    if port and not port.isdigit():
+        raise ValueError('--ssh %r: the port %r is not a number'
+                         % (value, port))
+    return user or None, host, int(port) if port else None
 
 
 def _start_chain(router: plasmid.Router, args) -> list[tuple]:
@@ -208,7 +231,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if args.command == 'info':
                 return _info(router, args)
             return _call(router, args)
-    except plasmid.Error as exc:
+    except (plasmid.Error, ValueError) as exc:
+        # ValueError: a hop's value the router refuses (a port out of
+        # range, an empty user...), in its words.
         print('plasmid: %s' % exc, file=sys.stderr)
         return 1
 

@@ -11,6 +11,7 @@ from typing import Optional
 
 import pytest
 
+from plasmid.cli import ssh_target
 from testbed import containers, kubectl
 
 
@@ -111,6 +112,39 @@ def test_a_chain_of_hops_runs_in_the_order_given(podman_container) -> None:
     done = plasmid_command('call', '--setns', str(pid), 'os.path.exists',
                            '"/run/.containerenv"')
     assert (done.returncode, done.stdout) == (0, 'true\n'), done.stderr
+
+
+@pytest.mark.parametrize('value, parsed', [
+    ('web1', (None, 'web1', None)),
+    ('deploy@web1:2222', ('deploy', 'web1', 2222)),
+    ('a@b@web1', ('a@b', 'web1', None)),
+    ('::1', (None, '::1', None)),
+    ('fe80::1%eth0', (None, 'fe80::1%eth0', None)),
+    ('[::1]', (None, '::1', None)),
+    ('root@[::1]:22', ('root', '::1', 22)),
+])
+def test_an_ssh_hop_names_user_host_and_port(value, parsed) -> None:
+    """An IPv6 address was cut at its first colon (int('') failed)."""
+    assert ssh_target(value) == parsed
+
+
+@pytest.mark.parametrize('args, message', [
+    (('--ssh', ''), "plasmid: --ssh '': no host name"),
+    (('--ssh', 'deploy@'), "plasmid: --ssh 'deploy@': no host name"),
+    (('--ssh', 'web1:abc'), "plasmid: --ssh 'web1:abc': the port 'abc' is "
+     "not a number"),
+    (('--ssh', '[::1'), "plasmid: --ssh '[::1': an IPv6 address in "
+     "brackets"),
+    (('--ssh', 'web1:0'), 'plasmid: port must be None or 1-65535, not 0'),
+    (('--kubectl', '/'), "plasmid: pod must be a name, not ''"),
+])
+def test_a_hop_value_refused_is_a_message_not_a_traceback(
+        args, message) -> None:
+    """Each was a Python traceback (ValueError)."""
+    done = plasmid_command('call', '--timeout', '5', *args, 'os.getpid')
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(message), done.stderr
+    assert 'Traceback' not in done.stderr
 
 
 def test_a_hop_that_does_not_start_is_a_message_not_a_traceback(
