@@ -9,13 +9,19 @@ the modules that start programs or write files bring it along.
 """
 from __future__ import absolute_import
 import codecs
+import re
 import sys
 
 # Whether this Python hands text to the system as UTF-8 (Python 3.7+
 # always does in the C locale).
 _TEXT_IS_UTF8 = str is not bytes and \
     codecs.lookup(sys.getfilesystemencoding()).name == 'utf-8'
-_SURROGATES = 'strict' if str is bytes else 'surrogateescape'
+# Python 2 has no surrogateescape: bytes beyond UTF-8 that it sent as text
+# (a file name, escaped as Python 3 does: b'\xff' as U+DCFF) are put back
+# by hand.  Its UTF-8 codec writes a lone surrogate as three bytes of its
+# own, another name.  Narrow builds (surrogate pairs) are left as they are.
+_ESCAPED = re.compile(u'([\udc80-\udcff]+)') \
+    if str is bytes and sys.maxunicode > 0xffff else None
 
 
 def native(text):
@@ -30,4 +36,11 @@ def native(text):
             return text
         except UnicodeEncodeError:
             pass
-    return text.encode('utf-8', _SURROGATES)
+    if str is not bytes:
+        return text.encode('utf-8', 'surrogateescape')
+    if _ESCAPED is None:
+        return text.encode('utf-8')
+    parts = _ESCAPED.split(text)  # escapes at the odd places
+    return b''.join(
+        b''.join(chr(ord(c) - 0xdc00) for c in part) if i % 2
+        else part.encode('utf-8') for i, part in enumerate(parts))

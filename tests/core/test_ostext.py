@@ -3,7 +3,9 @@ would encode it as UTF-8 and where it would not (Python 3.6 in the C
 locale: the lifecycle tests start real ones through intermediaries)."""
 from __future__ import annotations
 
+import plasmid
 from plasmid.core import ostext
+from testbed.pythons import require_python
 
 
 def test_where_text_goes_as_utf8_everything_goes_as_it_is() -> None:
@@ -21,3 +23,18 @@ def test_elsewhere_only_text_beyond_ascii_becomes_utf8_bytes(
     # A name that was not UTF-8 to begin with comes back as its bytes.
     assert ostext.native(b'caf\xe9'.decode('utf-8', 'surrogateescape')) \
         == b'caf\xe9'
+
+
+def test_python_2_puts_escaped_bytes_back_as_python_3_does() -> None:
+    """A Python 2 context sends a name that is not UTF-8 (b'data\\xff') as
+    text with the byte escaped ('data\\udcff'), as Python 3 does; handed
+    back, the name addressed another file (b'data\\xed\\xb3\\xbf'): its
+    UTF-8 codec writes a lone surrogate as three bytes."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python('2.7'))
+        for text, expected in [('data\udcff', b'data\xff'),
+                               ('caf\u00e9\udce9x\udc80', b'caf\xc3\xa9\xe9x\x80'),
+                               ('plain', b'plain'),
+                               ('\U0001f600', '\U0001f600'.encode())]:
+            assert ctx.call(ostext.native, text) == \
+                expected.decode('utf-8', 'surrogateescape'), text
