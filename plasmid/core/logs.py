@@ -132,6 +132,9 @@ class PipeReader(Pausable):
             return
         lines = (self.partial + data).split(b'\n')
         self.partial = lines.pop()
+        if len(self.partial) > 65536:  # no line end in sight: a piece
+            lines.append(self.partial)  # now, not all of it kept and
+            self.partial = b''  # copied again at each read
         for line in lines:
             self.forwarder.send(self.origin, INFO,
                                 line.decode('utf-8', 'replace'))

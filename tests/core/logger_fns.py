@@ -93,3 +93,10 @@ def print_in_a_signal_handler_during_a_write():
     finally:
         signal.signal(signal.SIGUSR1, before)
     return 'returned'
+
+
+def fd_output_without_line_ends(size):
+    """*size* bytes on fd 1 with no line end, written by another program
+    (a progress bar's '\\r', base64 -w0...)."""
+    import subprocess
+    return subprocess.call(['head', '-c', str(size), '/dev/zero'])

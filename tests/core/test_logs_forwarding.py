@@ -123,6 +123,21 @@ def test_subprocess_output_is_forwarded(
     assert ('stderr', logging.INFO, 'err-from-echo') in got
 
 
+def test_fd_output_without_line_ends_is_forwarded_in_pieces(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The reader kept what had no line end yet and copied it whole at
+    each read: quadratic time (32 MiB: ~20 s), memory without bound, and
+    one record of it all at the end (dropped if over the message size)."""
+    size = 4 << 20
+    with plasmid.Router() as router:
+        ctx = router.local(name='unended')
+        assert ctx.call(logger_fns.fd_output_without_line_ends, size) == 0
+    pieces = [text for origin, _, text in from_context(caplog, 'unended')
+              if origin == 'stdout']
+    assert sum(map(len, pieces)) == size
+    assert len(pieces) > 20 and max(map(len, pieces)) <= 2 * 65536
+
+
 @pytest.mark.parametrize('func', [local_fns.print_lines,
                                   local_fns.system_lines],
                          ids=['print', 'subprocess'])
