@@ -89,7 +89,7 @@ def _naming(exc, path):
 # What a copy refuses to rename a file over: as root, a copy to /dev/null
 # replaced the machine's device with a file.  A symbolic link is replaced
 # (the link, not what it names), as ansible's copy does by default.
-# (A directory: the rename fails, saying so.)
+# (A directory: see check_replaceable.)
 _NOT_REPLACED = (
     (stat.S_ISCHR, 'a character device'),
     (stat.S_ISBLK, 'a block device'), (stat.S_ISFIFO, 'a named pipe'),
@@ -102,6 +102,11 @@ def check_replaceable(path):
         mode = os.lstat(native(path)).st_mode
     except OSError:
         return  # not there (or out of reach: the rename will say)
+    if stat.S_ISDIR(mode):
+        # Said here, as the rename over it would say for 'dir', but not
+        # for 'dir/' ("Not a directory") nor '.' ("Device or resource
+        # busy").
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     for is_kind, kind in _NOT_REPLACED:
         if is_kind(mode):
             raise OSError(errno.EEXIST, 'it is %s, not a regular file: left '

@@ -192,6 +192,18 @@ def test_a_destination_that_is_a_directory_is_named_alone(
         plasmid.fetch_file(ctx, str(source), folder)
     assert str(fetched.value).endswith(expected)
     assert os.listdir(folder) == []
+    # Named with a slash, or as '.': the same words (the rename said "Not
+    # a directory" and "Device or resource busy").
+    here = ctx.call(os.getcwd)
+    for name in (str(folder) + '/', '.'):
+        expected = "Is a directory: '%s'" % name
+        with pytest.raises(plasmid.CallError) as caught:
+            plasmid.put_file(ctx, source, name)
+        assert caught.value.message.endswith(expected), caught.value
+        with pytest.raises(IsADirectoryError) as fetched:
+            plasmid.fetch_file(ctx, str(source), name)
+        assert str(fetched.value).endswith(expected)
+    assert os.listdir(folder) == [] and ctx.call(os.getcwd) == here
 
 
 def _special_files(folder) -> dict:
