@@ -376,11 +376,12 @@ def _serve_jobs(job_r, names_w, entry):  # pragma: no cover - in a spare
     state = _baseline()
     before = set(sys.modules)
     while True:
-        status, out, err = _run_in_memory(lambda: entry(payload))
+        status, out, err, waited = _run_in_memory(lambda: entry(payload))
         names = [n for n in list(sys.modules) if n not in before]
         before.update(names)
-        # A module imported in the task has its state after it: leave.
-        may_stay = state is not None and not names
+        # A module imported in the task has its state after it, threads
+        # waited for have ended the interpreter's: leave.
+        may_stay = state is not None and not names and not waited
         _write_frame(names_w, (status, names, may_stay), out, err)
         # The answer is out: now see whether this process may serve again.
         if not (may_stay and state.restore()):
@@ -413,7 +414,7 @@ def _run_in_memory(main):  # pragma: no cover - in a staying child
              os.memfd_create('plasmid-module-err')]
     os.dup2(files[0], 1)
     os.dup2(files[1], 2)
-    status = _run_main(main)
+    status, waited = _run_main(main, staying=True)
     _clear_exit_handlers()
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
@@ -430,7 +431,7 @@ def _run_in_memory(main):  # pragma: no cover - in a staying child
             chunks.append(chunk)
         os.close(fd)
         written.append(b''.join(chunks))
-    return status, written[0], written[1]
+    return status, written[0], written[1], waited
 
 
 def _write_frame(fd, meta, out, err):  # pragma: no cover - in the child
@@ -475,14 +476,15 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     try:
         _set_stage(out_w, err_w)
         _let_go_of_links()
-        status = _run_main(lambda: main(names_w))
+        status = _run_main(lambda: main(names_w))[0]
         _report_end(names_w, before, status)
     finally:
         os._exit(status)
 
 
-def _run_main(main):  # pragma: no cover - in the child
-    """Run *main* as the interpreter would run a script: its exit status."""
+def _run_main(main, staying=False):  # pragma: no cover - in the child
+    """Run *main* as the interpreter would run a script: its exit status,
+    and whether threads it left were waited for (see _join_threads)."""
     try:
         main()
         status = 0
@@ -494,14 +496,14 @@ def _run_main(main):  # pragma: no cover - in the child
     # wait for the threads the module left running (and the work it gave
     # a concurrent.futures executor), then run its atexit handlers (its
     # temp dir's clean-up, say).
-    _join_threads()
+    waited = _join_threads(staying)
     _run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:
             pass
-    return status
+    return status, waited
 
 
 def _set_stage(out_w, err_w):  # pragma: no cover - in the child
@@ -588,14 +590,26 @@ def _clear_exit_handlers():  # pragma: no cover - in the child
         atexit._exithandlers[:] = []
 
 
-def _join_threads():  # pragma: no cover - in the child
+def _join_threads(only_if_left):  # pragma: no cover - in the child
+    """Wait for the threads the module left (``threading._shutdown``, as an
+    interpreter's exit does; it works once per process, and ends its
+    threading: a process that did may not stay).  *only_if_left*: only if
+    there are any; True if it waited."""
     threading = sys.modules.get('threading')  # none: no thread to wait for
     shutdown = getattr(threading, '_shutdown', None)
-    if shutdown is not None:
-        try:
-            shutdown()
-        except Exception:
-            pass
+    if shutdown is None or (only_if_left and not _threads_left(threading)):
+        return False
+    try:
+        shutdown()
+    except Exception:
+        pass
+    return True
+
+
+def _threads_left(threading):  # pragma: no cover - in the child
+    here = threading.current_thread()
+    return any(t is not here and not t.daemon and t.is_alive()
+               for t in threading.enumerate())
 
 
 def _run_exit_handlers():  # pragma: no cover - in the child

@@ -95,6 +95,15 @@ def _stay_echo(payload):
         import threading
         import time
         threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+    elif payload == 'nondaemon':  # as a module's exit waits for it
+        import threading
+        import time
+
+        def late():
+            time.sleep(0.3)
+            sys.stdout.write(u' late')
+            sys.stdout.flush()
+        threading.Thread(target=late).start()
     elif payload == 'trace':
         sys.settrace(lambda *_: None)
     elif payload == 'die':
@@ -140,6 +149,12 @@ def run_staying(payload):
         return status, None, None, None, None, 0
     return (status, words[0], int(words[1]), words[2], words[3][:len(
         os.getcwd())], len(out))
+
+
+def staying_output(payload):
+    """The words a run of *payload* wrote, after its status."""
+    status, out, _, _ = STAYING.run(payload)
+    return status, out.decode('ascii').split()
 
 
 def set_verdict_wait(seconds):

@@ -185,6 +185,21 @@ def test_a_child_stays_for_work_that_may_stay_and_puts_back_its_state():
         assert big[2] == env[2] and big[5] > 3 << 20
 
 
+def test_a_staying_child_waits_for_the_threads_a_task_left_then_leaves():
+    """An interpreter's exit waits for a module's threads once per process
+    (threading._shutdown): from the second task a staying child ran, the
+    wait was skipped and the thread's output lost."""
+    with plasmid.Router() as router:
+        ctx = staying_context(router)
+        first = ctx.call(forks_fns.run_staying, 'env')
+        status, words = ctx.call(forks_fns.staying_output, 'nondaemon')
+        assert (status, words[0], int(words[1]), words[-1]) == \
+            (3, 'nondaemon', first[2], 'late')
+        # Its threading ended as an interpreter's does: it did not stay.
+        after = ctx.call(forks_fns.run_staying, 'after')
+        assert after[:2] == (3, 'after') and after[2] != first[2]
+
+
 def test_a_staying_childs_answer_does_not_wait_for_its_check():
     with plasmid.Router() as router:
         ctx = staying_context(router)
