@@ -549,23 +549,12 @@ def _set_nofile(wanted):
 
 def _shell_environment():
     """The environment for shell commands: this interpreter's, with
-    vanilla's ``_``, without what Python added for itself.  Started in
-    the C locale, Python 3.7+
-    sets LC_CTYPE=C.UTF-8 in its own environment (PEP 538); a shell that
-    sshd starts has no such variable, and messages of programs (quotes,
-    translations) would differ from vanilla's."""
-    env = dict(os.environ)
+    vanilla's ``_``, without what Python added for itself (as a shell
+    that sshd starts has it: ``ostext.programs_environ``)."""
+    env = ostext.programs_environ()
     underscore = _vanillas_underscore(env)
     if underscore:
         env['_'] = underscore
-    if 'LC_CTYPE' in env:
-        try:
-            with open('/proc/self/environ', 'rb') as handle:
-                started_with = handle.read().split(b'\0')
-        except (IOError, OSError):
-            return env
-        if not any(e.startswith(b'LC_CTYPE=') for e in started_with):
-            del env['LC_CTYPE']
     return env
 
 

@@ -33,7 +33,7 @@ from plasmid.core.compat import string_types
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
 from plasmid.core.loop import set_nonblocking
-from plasmid.core.ostext import native
+from plasmid.core.ostext import native, programs_environ
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN
 from plasmid.core.stream import Stream
 from plasmid.core.waiting import wait_for
@@ -601,14 +601,11 @@ def boot_frame(router, spec):
 
 def program_environment(spec):
     """The environment of the program that starts the context: this
-    process's, with the spec's ``program_env`` on top (None: unchanged).
-    Given to the program, not on its command line, where every user of
-    the machine could read it."""
-    extra = spec.get('program_env')
-    if not extra:
-        return None
-    env = dict(os.environ)
-    for name, value in extra.items():
+    process's, as a program should have it (``ostext.programs_environ``),
+    with the spec's ``program_env`` on top.  Given to the program, not on
+    its command line, where every user of the machine could read it."""
+    env = programs_environ()
+    for name, value in (spec.get('program_env') or {}).items():
         env[native(name)] = native(value)
     return env
 

@@ -9,6 +9,7 @@ the modules that start programs or write files bring it along.
 """
 from __future__ import absolute_import
 import codecs
+import os
 import re
 import sys
 
@@ -44,3 +45,27 @@ def native(text):
     return b''.join(
         b''.join(chr(ord(c) - 0xdc00) for c in part) if i % 2
         else part.encode('utf-8') for i, part in enumerate(parts))
+
+
+# What PEP 538 sets LC_CTYPE to in the environment of a Python 3.7+ that
+# started in the C locale.
+_COERCED = ('C.UTF-8', 'C.utf8', 'UTF-8')
+
+
+def programs_environ():
+    """``os.environ`` as the programs this process starts should have it:
+    without the LC_CTYPE this Python set in its own environment as it
+    started (PEP 538).  A program that sshd or sudo starts has none: a
+    Python started from a context (a become hop) would take it over and
+    run in another mode (no UTF-8 mode), and a shell's programs speak
+    otherwise (quotes, translations)."""
+    env = dict(os.environ)
+    if env.get('LC_CTYPE') in _COERCED:
+        try:
+            with open('/proc/self/environ', 'rb') as handle:
+                started_with = handle.read().split(b'\0')
+        except (IOError, OSError):
+            return env
+        if not any(e.startswith(b'LC_CTYPE=') for e in started_with):
+            del env['LC_CTYPE']
+    return env

@@ -210,3 +210,9 @@ def ignore_sigchld():
     """As a daemon does: its children are reaped without a wait."""
     import signal
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+
+
+def locale_mode():
+    """LC_CTYPE in this process's environment, and whether Python runs in
+    its UTF-8 mode (PEP 540: it does when it starts in the C locale)."""
+    return os.environ.get('LC_CTYPE'), getattr(sys.flags, 'utf8_mode', None)

@@ -97,9 +97,10 @@ def test_kubectls_environment_is_given_to_it_not_on_its_command_line(
                          kubectl_env={'KUBECONFIG': cluster[0]})
     assert ctx.call(connect_fns.in_a_container) is True
     from plasmid.connect import spawn
+    from plasmid.core import ostext
     env = spawn.program_environment({'program_env': {'KUBECONFIG': 'x'}})
     assert env['KUBECONFIG'] == 'x' and env['PATH'] == os.environ['PATH']
-    assert spawn.program_environment({}) is None
+    assert spawn.program_environment({}) == ostext.programs_environ()
 
 
 @pytest.mark.parametrize('env', [{'A=B': 'x'}, {'': 'x'}, {'A': 1},

@@ -476,3 +476,19 @@ def test_an_error_shows_the_bootstrap_in_a_word(style: str) -> None:
     assert "'<bootstrap>" not in said
     assert len(said) < 400, said
     assert 'zlib' not in said
+
+
+def test_a_context_started_from_a_context_gets_no_coerced_locale(
+        monkeypatch) -> None:
+    """A Python 3.7+ that starts in the C locale sets LC_CTYPE=C.UTF-8 in
+    its own environment (PEP 538); a context it started (a become hop
+    under sudo, which keeps LC_*) took that over and ran without UTF-8
+    mode, where one that sshd or sudo starts from a shell runs with it."""
+    for name in ('LC_ALL', 'LC_CTYPE', 'LANG'):
+        monkeypatch.delenv(name, raising=False)
+    with plasmid.Router() as router:
+        hop = router.local(name='hop', python_path=require_python('3.12'))
+        assert tuple(hop.call(connect_fns.locale_mode)) == ('C.UTF-8', 1)
+        below = router.local(via=hop, python_path=require_python('3.12'))
+        # Coerced itself, as a start from a shell would be: not given it.
+        assert tuple(below.call(connect_fns.locale_mode)) == ('C.UTF-8', 1)
