@@ -35,12 +35,16 @@ line (compressed, in base64).  Its forks happen before any thread starts.
 # master may change it before starting contexts (spawn passes it on).
 GRACE = 5.0
 
-# Defines watch(grace) in the first stage, which calls it.  Every byte here
-# is on each context's command line (compressed): hence one-space indents
-# and short lines.  fcntl's 2, 1: F_SETFD, FD_CLOEXEC (Python 2.7's pipes
+# Defines watch(grace) in the first stage, which calls it.  SIGCHLD ignored
+# where the context was started (a daemon's habit, kept across exec) is
+# set back first: the wait for the middle process would fail (ECHILD), and
+# the context's own subprocesses would all seem to exit with status 0.
+# Every byte here is on each context's command line (compressed): hence
+# one-space indents and short lines.  fcntl's 2, 1: F_SETFD, FD_CLOEXEC (Python 2.7's pipes
 # are inheritable; an exec'd program must not keep the watchdog up).
 CODE = '''def watch(grace):
- import fcntl,select
+ import fcntl,select,signal
+ signal.signal(signal.SIGCHLD,signal.SIG_DFL)
  life,keep=os.pipe()
  for fd in life,keep:fcntl.fcntl(fd,2,1)
  pid=os.getpid()
@@ -67,6 +71,5 @@ CODE = '''def watch(grace):
     if life not in hung and not poll.poll(int(grace*1000))and born()==birth:os.kill(pid,9)
   finally:os._exit(0)
  os.close(life)
- try:os.waitpid(middle,0)
- except OSError:pass
+ os.waitpid(middle,0)
 '''

@@ -179,28 +179,39 @@ def _probe_of_own_stdlib(fullname):
     return False
 
 
+_ROOT = '/<plasmid>/'  # + a package's name: its __path__'s one entry
+
+
 class _Listing(object):
-    """The one entry of a package's ``__path__`` (a path that no file
-    has): ``pkgutil.iter_modules`` asks it the package's submodules, which
-    the parent lists (resources.submodules); imports are the Importer's."""
+    """The finder of a package's one ``__path__`` entry (a path that no
+    file has), made by the path hook it is: ``pkgutil.iter_modules`` asks
+    it the package's submodules, which the parent lists
+    (resources.submodules); a module it is asked for, the Importer finds.
+    """
 
-    def __init__(self, package):
-        self.package = package
+    def __init__(self, path):
+        if not path.startswith(_ROOT):
+            raise ImportError(path)
+        self.package = path[len(_ROOT):]
 
-    def find_spec(self, *args):
-        return None
+    def _name(self, name):  # a plugin loader may give the leaf alone
+        return self.package + '.' + name.rpartition('.')[2]
 
-    find_module = find_spec
+    def find_spec(self, name, *args):
+        return _importer[0].find_spec(self._name(name))
+
+    def find_module(self, name, path=None):
+        return _importer[0].find_module(self._name(name))
 
     def iter_modules(self, prefix=''):
-        from plasmid.core import resources
+        try:
+            from plasmid.core import resources
+        except ImportError:  # a fork, which cannot ask
+            return []
         return resources.submodules(self.package, prefix)
 
 
-def _listing(package):
-    path = '/<plasmid>/' + package
-    sys.path_importer_cache[path] = _Listing(package)
-    return [path]
+_importer = []  # the one Importer installed, which _Listing asks
 
 
 class Importer(object):
@@ -229,6 +240,8 @@ class Importer(object):
 
     def install(self):
         sys.meta_path.append(self)
+        _importer[:] = [self]
+        sys.path_hooks.insert(0, _Listing)
         if not compat.PY2:
             # Also first on sys.meta_path, for plasmid's own modules only
             # (this module's find_spec): they come from the parent or not
@@ -484,7 +497,7 @@ class Importer(object):
         spec = importlib.machinery.ModuleSpec(
             fullname, self, origin=entry.filename, is_package=entry.is_pkg)
         if entry.is_pkg:
-            spec.submodule_search_locations = _listing(fullname)
+            spec.submodule_search_locations = [_ROOT + fullname]
         spec.has_location = False
         return spec
 
@@ -517,7 +530,7 @@ class Importer(object):
         sys.modules[fullname] = module
         module.__loader__ = self
         if entry.is_pkg:
-            module.__path__ = _listing(fullname)
+            module.__path__ = [_ROOT + fullname]
             module.__package__ = fullname
         else:
             module.__package__ = fullname.rpartition('.')[0]

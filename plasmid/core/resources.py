@@ -27,8 +27,11 @@ def submodules(package, prefix):
     """``pkgutil.iter_modules``'s answer for a package from the parent:
     ``(prefix + name, is_package)`` for each of its submodules there."""
     from plasmid.core import child
-    kind, found = ParentData(child.current.importer).fetch_data(SUBMODULES,
-                                                                package)
+    importer = child.current.importer
+    parent = importer.router.parent
+    if parent is None or parent.closed:  # a fork, which cannot ask
+        return []
+    kind, found = ParentData(importer).fetch_data(SUBMODULES, package)
     if kind != 'dir':
         return []
     return [(prefix + name, bool(is_pkg)) for name, is_pkg in found]

@@ -67,7 +67,8 @@ class Boot:
         self.hello.set(info)
 
     def wait(self) -> dict:
-        """The HELLO info, once it has come; ConnectError if it will not."""
+        """The HELLO info, once it has come; ConnectError if it will not
+        (ContextLost if the master shut the context down first)."""
         try:
             return self.hello.wait(self.timeout + WAIT_MARGIN)
         except TimeoutError:

@@ -391,7 +391,8 @@ class MasterContext(Context):
     def info(self) -> dict:
         """What the context said when it booted: pid, version (a list),
         executable; waits for a boot still going on, and raises its
-        ConnectError if it failed."""
+        ConnectError if it failed (ContextLost if it was shut down
+        first)."""
         if not self._info and self.boot is not None:
             self._info = self.boot.wait()
         return self._info
@@ -1156,7 +1157,7 @@ class Router:
             if stream.process is not None:
                 spawn.reap(stream.process, max(0.1, deadline - time.time()))
             self._release(stream)
-        for boot in self.boots.values():
+        for boot in list(self.boots.values()):  # a start may still end
             boot.end_unheard()
         self.responder.close()
         self.loop.close()

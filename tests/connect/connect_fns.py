@@ -216,3 +216,10 @@ def locale_mode():
     """LC_CTYPE in this process's environment, and whether Python runs in
     its UTF-8 mode (PEP 540: it does when it starts in the C locale)."""
     return os.environ.get('LC_CTYPE'), getattr(sys.flags, 'utf8_mode', None)
+
+
+def status_of_false():
+    """What subprocess says `false` exited with (0 where SIGCHLD is
+    ignored: the kernel reaps it before the wait)."""
+    import subprocess
+    return subprocess.call(['false'])

@@ -158,13 +158,16 @@ def test_a_context_starts_where_sigchld_is_ignored(version: str) -> None:
         middle.call(connect_fns.ignore_sigchld)
         below = router.local(via=middle, python_path=python)
         assert below.call(os.getpid) != middle.call(os.getpid)
-    script = ('import os, signal, sys, plasmid\n'
+        # Started with SIGCHLD as a fresh process has it: not inherited.
+        assert below.call(connect_fns.status_of_false) == 1
+    script = ('import os, signal, subprocess, sys, plasmid\n'
               'signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n'
               'with plasmid.Router() as router:\n'
               '    ctx = router.local(python_path=sys.argv[1])\n'
-              '    print(ctx.call(os.getpid) != os.getpid())\n')
+              '    print(ctx.call(os.getpid) != os.getpid())\n'
+              '    print(ctx.call(subprocess.call, ["false"]))\n')
     done = subprocess.run([sys.executable, '-c', script, python],
                           capture_output=True, text=True, timeout=120,
                           cwd=os.path.dirname(os.path.dirname(
                               os.path.dirname(os.path.abspath(__file__)))))
-    assert done.stdout.strip() == 'True', done.stderr
+    assert done.stdout.split() == ['True', '1'], done.stderr

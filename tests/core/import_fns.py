@@ -494,6 +494,28 @@ def submodules(package):
                   pkgutil.iter_modules(module.__path__))
 
 
+def listed_and_found(package, clear_cache=False):
+    """[name, found] for each submodule pkgutil.iter_modules lists, where
+    found says whether the finder it hands out finds the module by its
+    name (find_spec on Python 3, find_module on 2), as plugin loaders ask;
+    with *clear_cache*, after sys.path_importer_cache.clear() (which code
+    that installs a path hook does)."""
+    import importlib
+    import pkgutil
+    module = importlib.import_module(package)
+    if clear_cache:
+        sys.path_importer_cache.clear()
+    found = []
+    for finder, name, _ in pkgutil.iter_modules(module.__path__):
+        if sys.version_info[0] >= 3:
+            spec = finder.find_spec(name)
+            found.append([name, spec is not None and
+                          spec.name == package + '.' + name])
+        else:
+            found.append([name, finder.find_module(name) is not None])
+    return sorted(found)
+
+
 def walked(package, forget_caches=False):
     """The names pkgutil.walk_packages() finds below *package* (it imports
     the subpackages to look inside them), sorted; with *forget_caches*,

@@ -168,6 +168,22 @@ def test_iter_modules_lists_a_package_from_the_master(tree: str,
                                      'imptree.no_such')
 
 
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_the_finder_iter_modules_gives_finds_what_it_listed(
+        tree: str, version) -> None:
+    """Plugin loaders ask the finder pkgutil hands out for the module it
+    listed (it answered None: an AttributeError on None); a cleared
+    sys.path_importer_cache lost the listing for good (the path hook
+    makes it again)."""
+    python = require_python(version) if version else None
+    expected = [[name, True] for name, _ in listed_here(tree, 'imptree')]
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=python)
+        assert ctx.call(import_fns.listed_and_found, 'imptree') == expected
+        assert ctx.call(import_fns.listed_and_found, 'imptree', True) == \
+            expected
+
+
 @pytest.mark.parametrize('middle,inner', [('2.7', '3.13'), ('3.13', '2.7')])
 def test_iter_modules_through_an_intermediary(tree: str, middle: str,
                                               inner: str) -> None:
