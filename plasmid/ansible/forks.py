@@ -567,7 +567,11 @@ def _uncaught(exc_type, exc_value, tb):  # pragma: no cover - in the child
     """Do what the interpreter does with an exception main() let out: call
     sys.excepthook, which a module may have set (2.18's file module turns
     its errors into fail_json there), and take a SystemExit from the hook
-    as the exit status."""
+    as the exit status.  The traceback starts below our frames (this
+    process's machinery), as vanilla's starts at its wrapper's."""
+    tb = _below_ours(tb)
+    if hasattr(exc_value, 'with_traceback'):  # Python 3.12+ prints this
+        exc_value = exc_value.with_traceback(tb)
     try:
         sys.excepthook(exc_type, exc_value, tb)
     except SystemExit as exc:
@@ -578,6 +582,17 @@ def _uncaught(exc_type, exc_value, tb):  # pragma: no cover - in the child
         traceback.print_exc()
         traceback.print_exception(exc_type, exc_value, tb)
     return 1
+
+
+_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _below_ours(tb):  # pragma: no cover - in the child
+    """*tb* from its first frame outside plasmid's accelerator."""
+    while tb is not None and tb.tb_next is not None and \
+            tb.tb_frame.f_code.co_filename.startswith(_OURS):
+        tb = tb.tb_next
+    return tb
 
 
 def _clear_exit_handlers():  # pragma: no cover - in the child

@@ -60,6 +60,19 @@ def run_leaving_work():
     return status, sorted(out.decode('ascii').split())
 
 
+def _crash(payload):
+    raise ValueError('the module crashed')
+
+
+CRASHER = forks.Forker(_crash)
+
+
+def run_crashing():
+    """The exit status and stderr of a module process whose work raised."""
+    status, _, err, _ = CRASHER.run('x')
+    return status, err.decode('utf-8')
+
+
 def change_state():
     STATE.append('changed')
     FORKER.invalidate()

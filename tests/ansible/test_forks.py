@@ -66,6 +66,22 @@ def test_a_module_process_waits_for_the_work_it_left_running(version):
         assert list(ctx.call(forks_fns.run_leaving_work)) == [0, expected]
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_crash_shows_the_modules_frames_not_ours(version):
+    """The traceback of an exception the work let out began with the
+    module process's machinery (forks.py, target.py, in the user's
+    failed task on 2.18), where vanilla's begins at its wrapper."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        status, err = ctx.call(forks_fns.run_crashing)
+    lines = err.splitlines()
+    assert status == 1
+    assert lines[0] == 'Traceback (most recent call last):'
+    assert 'forks_fns.py' in lines[1] and 'in _crash' in lines[1], err
+    assert lines[-1] == 'ValueError: the module crashed'
+    assert 'plasmid/ansible' not in err
+
+
 def test_work_that_does_not_marshal_runs_in_a_fresh_fork():
     with plasmid.Router() as router:
         ctx = router.local(python_path=require_python('3.13'))
