@@ -40,8 +40,9 @@ GRACE = 5.0
 # set back first: the wait for the middle process would fail (ECHILD), and
 # the context's own subprocesses would all seem to exit with status 0.
 # Every byte here is on each context's command line (compressed): hence
-# one-space indents and short lines.  fcntl's 2, 1: F_SETFD, FD_CLOEXEC (Python 2.7's pipes
-# are inheritable; an exec'd program must not keep the watchdog up).
+# one-space indents and short lines.  fcntl's 2, 1: F_SETFD, FD_CLOEXEC
+# (Python 2.7's pipes are inheritable; an exec'd program must not keep the
+# watchdog up).
 CODE = '''def watch(grace):
  import fcntl,select,signal
  signal.signal(signal.SIGCHLD,signal.SIG_DFL)

@@ -102,7 +102,6 @@ class Boot:
         self.hello.set(error=spawn.start_failed(self.name, reason, said,
                                                 not self.overdue))
 
-
     def end_unheard(self) -> None:
         """The router shut down: a boot not heard of by then never will
         be (its loop is closed; a wait for the HELLO must not run it)."""
