@@ -1,7 +1,8 @@
 """Build the compressed core every new context boots from.
 
 The core's sources are stripped of docstrings and comments (they stay in
-the repository for readers), indented by one space a level, and packed as
+the repository for readers), their function locals renamed to single
+letters (``shorten.py``), indented by one space a level, and packed as
 one raw string, each behind a line naming it, with a small loader into one
 zlib-compressed script that works on Python 2.7 and 3.x.  Stripping costs
 tens of milliseconds, so the result is kept in the per-user disk cache
@@ -21,7 +22,7 @@ import importlib.util
 import zlib
 from typing import Optional
 
-from plasmid.master import cache
+from plasmid.master import cache, shorten
 
 try:
     from zopfli.zlib import compress as zopfli_compress
@@ -88,7 +89,8 @@ def _is_docstring(node: ast.stmt) -> bool:
 
 
 def minify(source: str) -> str:
-    """Drop docstrings and comments; keep code the same on 2.7 and 3.x."""
+    """Drop docstrings and comments and shorten locals; keep code the same
+    on 2.7 and 3.x."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, 'body', None)
@@ -96,6 +98,7 @@ def minify(source: str) -> str:
             body.pop(0)
             if not body:
                 body.append(ast.Pass())
+    shorten.shorten_locals(tree)
     return _one_space_indents(ast.unparse(tree) + '\n')
 
 
@@ -139,6 +142,9 @@ def build_blob() -> bytes:
     sources were stripped before by this Python, else built (and kept)."""
     sources = _core_sources()
     parts = [LOADER.encode(), CHILD_PACKAGE.encode(), compressor().encode()]
+    # How the core is stripped is part of what the blob is built from.
+    for packer in (__name__, shorten.__name__):
+        parts.append(read_source(packer).encode('utf-8'))
     for name in CORE_MODULES:
         parts += [name.encode(), sources[name].encode('utf-8')]
     return cache.load_or_build('core', parts, lambda: _compress(sources))

@@ -1,0 +1,148 @@
+"""plasmid.master.shorten: locals renamed in the core's blob, meaning kept."""
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from plasmid.master import bootstrap, shorten
+
+
+def _shortened(source: str) -> str:
+    tree = shorten.shorten_locals(ast.parse(textwrap.dedent(source)))
+    return ast.unparse(tree)
+
+
+def _run(source: str, expression: str) -> object:
+    namespace: dict = {}
+    exec(compile(source, '<test>', 'exec'), namespace)
+    return eval(expression, namespace)
+
+
+def _same_result(source: str, expression: str) -> str:
+    """Run *expression* against *source* before and after shortening."""
+    short = _shortened(source)
+    assert _run(textwrap.dedent(source), expression) == _run(short, expression)
+    return short
+
+
+def test_locals_and_self_get_letters_parameters_keep_their_names() -> None:
+    short = _same_result('''
+        class Box(object):
+            def __init__(self, content):
+                self.content = content
+            def doubled(self, times=2):
+                total = []
+                for index in range(times):
+                    total.append(self.content)
+                return total
+        def use(value):
+            holder = Box(value)
+            return holder.doubled(times=3)
+        ''', 'use("x")')
+    for gone in ('self', 'total', 'index', 'holder'):
+        assert gone not in short
+    # Callers may pass these by keyword; attributes are not variables.
+    for kept in ('content', 'times', 'value', '.content', '.doubled'):
+        assert kept in short
+
+
+def test_closures_and_shadowing_inner_scopes_keep_their_meaning() -> None:
+    short = _same_result('''
+        def outer(items):
+            offset = 10
+            def add(item):
+                return item + offset
+            shifted = [add(entry) for entry in items]
+            def shadow():
+                offset = 1
+                return offset
+            squares = list(map(lambda entry: entry * entry, items))
+            return shifted, shadow(), squares, offset
+        ''', 'outer([1, 2])')
+    assert 'offset' not in short and 'shifted' not in short
+    # A lambda's parameter is a parameter: a name it uses stays.
+    assert 'lambda entry' in short
+
+
+def test_a_letter_the_module_uses_is_never_taken() -> None:
+    short = _same_result('''
+        a = 'global a'
+        def f():
+            b = 'local'
+            return a, b
+        ''', 'f()')
+    assert "return (a, " in short
+
+
+def test_names_another_scope_can_reach_stay() -> None:
+    source = '''
+        counter = 0
+        def bump():
+            global counter
+            counter += 1
+            return counter
+        def make():
+            count = 0
+            def inc():
+                nonlocal count
+                count += 1
+                return count
+            return inc
+        def peek():
+            hidden = 5
+            return sorted(locals())
+        def holder():
+            label = 'x'
+            class Kind(object):
+                label = 'attribute'
+            return Kind.label, label
+        class Tools(object):
+            @staticmethod
+            def join(first, second):
+                joined = first + second
+                return joined
+        '''
+    short = _same_result(source, '(bump(), make()(), peek(), holder(), '
+                                 'Tools.join("a", "b"))')
+    for kept in ('counter', 'count', 'hidden', 'label', 'first'):
+        assert kept in short
+    assert 'joined' not in short
+
+
+def test_decorators_and_defaults_are_the_enclosing_scope_s() -> None:
+    short = _same_result('''
+        limit = 3
+        def outer():
+            result = []
+            def inner(bound=limit):
+                return bound
+            result.append(inner())
+            return result
+        ''', 'outer()')
+    assert 'bound=limit' in short and 'result' not in short
+
+
+def test_the_core_shrinks_and_keeps_the_names_others_use() -> None:
+    saved = 0
+    for name, source in bootstrap._core_sources().items():
+        tree = ast.parse(source)
+        before = ast.unparse(tree)
+        after = ast.unparse(shorten.shorten_locals(ast.parse(source)))
+        saved += len(before) - len(after)
+        # What a context sees of a module from outside stays: its names.
+        assert _public_names(ast.parse(after)) == _public_names(tree), name
+    assert saved > 5000
+
+
+def _public_names(tree: ast.AST) -> set[str]:
+    """Module and class level definitions, attributes, keywords passed."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef)):
+            names.update(child.name for child in node.body if isinstance(
+                child, (ast.FunctionDef, ast.ClassDef)))
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+    return names
