@@ -542,11 +542,12 @@ class Connection(ConnectionBase):
             # interpreter as it starts, so a fork of a warm one would run
             # the module without them.  Vanilla's fresh one has them.
             raise _RunFromScript()
+        to_target = job.to_target(env)
         if env and 'PATH' in env and '/' not in job.interpreter:
             # Vanilla's shell looks a bare name (python3) up on the task's
-            # PATH, which may find another Python, or none (rc 127).
-            raise _RunFromScript()
-        to_target = job.to_target(env)
+            # PATH, which may find another Python, or none (rc 127): the
+            # target runs the module only if it finds this one.
+            to_target['bare_interpreter'] = job.interpreter
         if sudo_command:
             to_target['sudo_command'] = sudo_command
         try:

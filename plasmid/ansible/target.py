@@ -32,6 +32,7 @@ import zlib
 
 from plasmid.ansible import forks, shell_spawn, vfork, warm
 from plasmid.core import resources
+from plasmid.core.loop import now
 from plasmid.core.waiting import wait_for
 from plasmid.core import ostext
 from plasmid.files import remote as files_remote
@@ -224,9 +225,10 @@ def run_module(digest, job, hold_above=None):
     modules = _ZIPS.get(digest)
     if modules is None:
         raise KeyError('module payload %s was never sent here' % digest)
-    if modules.broken:
+    if modules.broken or not _is_found_first(job):
         # Run here, the module would fail with our frames around the
         # error; the AnsiballZ wrapper fails with this Python's own words.
+        # Or the task's PATH finds another Python than this one.
         return (FROM_SCRIPT,)
     changed = warm.forget_changed_library()
     if _add_user_site():  # a library there now: as if installed
@@ -241,6 +243,23 @@ def run_module(digest, job, hold_above=None):
         err += _shell_words_for_signal(-rc)
         rc = 128 - rc
     return _held_if_large(rc, out, err, hold_above)
+
+
+def _is_found_first(job):
+    """Whether the interpreter named bare in *job* (``python3``), looked
+    up on the task's PATH as vanilla's shell does, is this Python: the
+    same name in the same directory.  (A venv's ``python3`` links to the
+    system's, but is another Python: its directory tells them apart.)"""
+    name = job.get('bare_interpreter')
+    if name is None:
+        return True
+    for folder in job['env']['PATH'].split(':'):
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return (os.path.isabs(folder) and name == os.path.basename(
+                sys.executable) and os.path.realpath(folder) ==
+                os.path.realpath(os.path.dirname(sys.executable)))
+    return False  # none: vanilla's shell fails the task (rc 127)
 
 
 # What /bin/sh (dash) says of a command a signal killed, where this Python
@@ -829,12 +848,11 @@ def _read_through_become(proc, fds, seen, type_in, pattern, password,
                          success, timeout):
     """_answer_prompt's reading, adding to *seen* what each fd says; it
     returns once the marker shows, an fd ends, or the process is killed."""
-    import time
     fresh = dict((fd, b'') for fd in fds)  # said since the last answer
     answered = False
-    deadline = time.time() + timeout
+    deadline = now() + timeout
     while True:
-        left = deadline - time.time()
+        left = deadline - now()
         ready = left > 0 and wait_for(fds, (), left)[0]
         if not ready:
             _kill(proc)
@@ -860,7 +878,7 @@ def _read_through_become(proc, fds, seen, type_in, pattern, password,
                 at = len(seen[fd]) - len(fresh[fd]) + found.start()
                 seen[fd] = seen[fd][:seen[fd].rfind(b'\n', 0, at) + 1]
                 fresh = dict((f, b'') for f in fds)
-                deadline = time.time() + timeout
+                deadline = now() + timeout
 
 
 def _kill(proc):

@@ -32,7 +32,7 @@ import zlib
 from plasmid.core.compat import string_types
 from plasmid.core.errors import ConnectError
 from plasmid.core.framing import FrameReader, Message
-from plasmid.core.loop import set_nonblocking
+from plasmid.core.loop import now, set_nonblocking
 from plasmid.core.ostext import native, programs_environ
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN
 from plasmid.core.stream import Stream
@@ -276,8 +276,8 @@ class Handshake(object):
     def _exit_reason(self):
         """Why the process ended before booting, as far as we can tell."""
         status = None
-        deadline = time.time() + 0.5
-        while status is None and time.time() < deadline:
+        deadline = now() + 0.5
+        while status is None and now() < deadline:
             status = self.proc.poll()
             if status is None:
                 time.sleep(0.01)
@@ -324,13 +324,13 @@ class Handshake(object):
         still starts; one that stalls in either fails within that stage's.
         A program that waits at a prompt we cannot answer fails sooner:
         see _unanswered."""
-        deadline = time.time() + timeout
+        deadline = now() + timeout
         booting = False
         while True:
             if self.reader is not None and not booting:
                 booting = True  # the Python runs: its boot gets its own
-                deadline = time.time() + timeout
-            remaining = deadline - time.time()
+                deadline = now() + timeout
+            remaining = deadline - now()
             if remaining <= 0:
                 self.fail(booting and 'the Python started but did not boot '
                           'within %gs' % timeout or
@@ -361,7 +361,7 @@ class Handshake(object):
         if limit is None or self.unanswered_since is None or \
                 self.reader is not None:
             return float('inf')
-        left = self.unanswered_since + limit - time.time()
+        left = self.unanswered_since + limit - now()
         if left <= 0:
             reason = 'it waits at a prompt we cannot answer (nothing more ' \
                 'within %gs)' % limit
@@ -414,10 +414,10 @@ class Handshake(object):
         """Collect what the process wrote to stderr and we have not read
         yet, and what it writes within *timeout*: an ending process's
         reason may arrive after its stdout has closed."""
-        deadline = time.time() + timeout
+        deadline = now() + timeout
         fd = self.proc.stderr
         while fd in self.open:
-            remaining = deadline - time.time()
+            remaining = deadline - now()
             if not wait_for([fd], (), max(remaining, 0))[0]:
                 return
             try:
@@ -437,7 +437,7 @@ class Handshake(object):
                 self.fail(reason)
         if not self.prompt or not self.prompt.search(self.prompt_buf):
             if data.strip():  # a newline after a typed password is none
-                self.unanswered_since = time.time()
+                self.unanswered_since = now()
             return
         self.unanswered_since = None
         self.prompt_buf = b''
@@ -748,7 +748,7 @@ class ErrorOutput(object):
         nothing and has ended badly, how it ended ("python3 was killed
         by signal 9"): a context killed by the OOM killer, or that called
         os._exit(), was lost without a reason."""
-        since = (self.input_ended or time.time()) - LAST_WORDS_RECENT
+        since = (self.input_ended or now()) - LAST_WORDS_RECENT
         text = u''.join(t for stamp, t in self.recent if stamp >= since)
         if len(text) > LAST_WORDS_SIZE:
             text = text[-LAST_WORDS_SIZE:]
@@ -774,7 +774,7 @@ class ErrorOutput(object):
     def linger(self, close):
         """Call *close* once stderr has ended (the program exits), or after
         LAST_WORDS_WAIT if something else holds it open; loop thread."""
-        self.input_ended = time.time()
+        self.input_ended = now()
         if self.ended:
             close()
             return
@@ -803,7 +803,7 @@ class ErrorOutput(object):
             self._release()
             return
         text = data.decode('utf-8', 'replace')
-        self.recent.append((time.time(), text))
+        self.recent.append((now(), text))
         for line in text.splitlines():
             if line.strip():
                 context_log.log(self.name, logging.WARNING, '%s', (line,))
@@ -811,9 +811,9 @@ class ErrorOutput(object):
 
 def reap(proc, timeout=REAP_TIMEOUT):
     """Wait for *proc* to exit, killing it after *timeout*; no zombies."""
-    deadline = time.time() + timeout
+    deadline = now() + timeout
     while proc.poll() is None:
-        if time.time() >= deadline:
+        if now() >= deadline:
             proc.kill()
             proc.popen.wait()
             return

@@ -2,14 +2,13 @@
 from __future__ import absolute_import
 import collections
 import threading
-import time
 import types
 
 from plasmid.core import compat
 from plasmid.core.errors import ContextLost, Error, TimeoutError
 from plasmid.core.framing import Message
 from plasmid.core.logger import Logger
-from plasmid.core.loop import Latch, seconds_left
+from plasmid.core.loop import Latch, deadline_for, seconds_left
 from plasmid.core.router import CALL, SHUTDOWN
 
 LOG = Logger('plasmid.context')
@@ -255,7 +254,7 @@ def as_completed(futures, timeout=None):
     futures = list(futures)
     if not futures:
         return
-    deadline = None if timeout is None else time.time() + timeout
+    deadline = deadline_for(timeout)
     completions = _Completions(futures[0].context.router.loop)
     for future in futures:
         future.add_done_callback(completions.on_done)

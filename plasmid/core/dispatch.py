@@ -16,6 +16,7 @@ import time
 from plasmid.core import compat
 from plasmid.core.errors import CallError, ProtocolError
 from plasmid.core.logger import Logger
+from plasmid.core.loop import now
 from plasmid.core.router import CALL, FROM_PARENT
 
 LOG = Logger('plasmid.dispatch')
@@ -152,8 +153,8 @@ class Dispatcher(object):
         except Exception as exc:  # StreamError, MemoryError...
             error = outcome[1]
             if outcome[0] or not isinstance(error, CallError):
-                error = CallError(type(exc).__name__,
-                                  'the result could not be sent: %s' % exc)
+                error = CallError(type(exc).__name__, 'the result could '
+                                  'not be sent' + (': %s' % exc).rstrip(': '))
             else:  # too large: its type, the start of its message will do
                 cut = self.router.max_message >> 6  # chars; 4 bytes at most
                 error = CallError(error.type_name, error.message[:cut],
@@ -213,15 +214,15 @@ class Standby(object):
         """Check on the main thread until it has been idle a while."""
         dispatcher = self.dispatcher
         seen = None
-        idle_since = time.time()
+        idle_since = now()
         while True:
             time.sleep(TAKEOVER_DELAY)
             if not dispatcher.busy:
                 seen = None
-                if time.time() - idle_since > self.PARK_AFTER:
+                if now() - idle_since > self.PARK_AFTER:
                     return
                 continue
-            idle_since = time.time()
+            idle_since = now()
             if dispatcher.call_seq != seen:
                 seen = dispatcher.call_seq
             elif self._cover(seen):

@@ -32,12 +32,22 @@ class Forwarder(object):
             return  # a failure while sending must not recurse
         self.local.sending = True
         try:
-            self.router.send_value(self.master_id, LOG_RECORD,
-                                   (origin, level, text))
+            try:
+                self._send(origin, level, text)
+            except Exception as exc:  # too large: its start, and why
+                cut = self.router.max_message >> 6  # chars; 4 bytes at most
+                if len(text) > cut:
+                    self._send(origin, level, '%s [plasmid: %d more '
+                               'characters not sent: %s]' % (
+                                   text[:cut], len(text) - cut, exc))
         except Exception:
-            pass
+            pass  # the link is gone: there is no one to tell
         finally:
             self.local.sending = False
+
+    def _send(self, origin, level, text):
+        self.router.send_value(self.master_id, LOG_RECORD,
+                               (origin, level, text))
 
 
 def forwarding_handler(logging, forwarder):
@@ -106,6 +116,36 @@ class OutputWriter(object):
 
     def isatty(self):
         return False
+
+    # What code asks of a text stream: it writes lines, reads nothing.
+    mode = 'w'
+    line_buffering = True
+    newlines = None
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    seekable = readable
+
+    def reconfigure(self, **settings):
+        """Taken and ignored: text goes out as UTF-8, a line at a time."""
+
+    def close(self):
+        """Flushes only: the next call's output goes the same way."""
+        self.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+    @property
+    def name(self):
+        return '<%s>' % self.origin
 
 
 class PipeReader(Pausable):

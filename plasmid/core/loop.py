@@ -21,6 +21,11 @@ import select
 import threading
 import time
 
+try:  # a clock set back must not stretch a wait
+    from time import monotonic as now
+except ImportError:  # pragma: no cover - Python 2.7 has the wall clock only
+    from time import time as now
+
 from plasmid.core import compat
 from plasmid.core.errors import TimeoutError
 
@@ -135,7 +140,7 @@ class Loop(object):
 
     def call_later(self, delay, callback):
         """Run *callback* after *delay* seconds; owner only."""
-        entry = [time.time() + delay, next(self.seq), callback]
+        entry = [now() + delay, next(self.seq), callback]
         heapq.heappush(self.timers, entry)
         return entry
 
@@ -154,13 +159,13 @@ class Loop(object):
 
     def run_until(self, done, timeout):
         """Run the loop until ``done()`` or *timeout* passes."""
-        deadline = time.time() + timeout
+        deadline = now() + timeout
         nested = self.owned_here()
         if not nested:
             self.take()
         try:
             while not done():
-                remaining = deadline - time.time()
+                remaining = deadline - now()
                 if remaining <= 0:
                     return False
                 self.run_once(remaining)
@@ -214,13 +219,13 @@ class Loop(object):
         while self.timers and self.timers[0][2] is None:
             heapq.heappop(self.timers)
         if self.timers:
-            until = max(0.0, self.timers[0][0] - time.time())
+            until = max(0.0, self.timers[0][0] - now())
             if timeout is None or until < timeout:
                 timeout = until
         return timeout
 
     def _poll(self, timeout):
-        started = time.time()
+        started = now()
         if self.spinning and (timeout is None or timeout > SPIN_SECONDS):
             events = self._spin(started)
             if events:
@@ -228,7 +233,7 @@ class Loop(object):
         events = poll_once(self.poller, timeout)
         # Spin before the next wait only while waits end soon: replies
         # follow requests closely.
-        self.spinning = SPIN_PAYS and time.time() - started < SPIN_AFTER
+        self.spinning = SPIN_PAYS and now() - started < SPIN_AFTER
         return events
 
     def _spin(self, start):
@@ -243,7 +248,7 @@ class Loop(object):
         if self.skip_spins:
             self.skip_spins -= 1
             return []
-        while start <= time.time() < start + SPIN_SECONDS:
+        while start <= now() < start + SPIN_SECONDS:
             events = poll_once(self.poller, 0)
             if events:
                 return events
@@ -266,8 +271,8 @@ class Loop(object):
             self.remove_fd(fd)
 
     def _run_timers(self):
-        now = time.time()
-        while self.timers and self.timers[0][0] <= now:
+        due = now()
+        while self.timers and self.timers[0][0] <= due:
             callback = heapq.heappop(self.timers)[2]
             if callback is not None:
                 callback()
@@ -354,7 +359,7 @@ class Latch(object):
         """Return the value, raise the error, or raise TimeoutError.  The
         loop runs at least once, however little time is left: a reply
         already in the pipe counts, even at ``timeout=0``."""
-        deadline = None if timeout is None else time.time() + timeout
+        deadline = deadline_for(timeout)
         loop = self.loop
         while not self.is_set:
             remaining = seconds_left(deadline)
@@ -395,19 +400,32 @@ class Latch(object):
                     self.waiters.remove(waiter)
 
 
+def deadline_for(timeout):
+    """When *timeout* seconds from now end (None: never)."""
+    if timeout is None:
+        return None
+    if timeout != timeout:  # NaN compares false with everything
+        raise ValueError('timeout must be None or a number, not nan')
+    return now() + timeout
+
+
 def seconds_left(deadline):
-    """Seconds until *deadline* (0 once past), None for none."""
-    return None if deadline is None else max(deadline - time.time(), 0)
+    """Seconds until *deadline* (0 once past), None for none; a day at
+    most, so a wait of months (or infinity) is waited in pieces: poll()
+    takes ~24.8 days at most, a lock less."""
+    if deadline is None:
+        return None
+    return min(max(deadline - now(), 0), 86400)
 
 
 if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout
     def acquire_lock(lock, timeout):
         if timeout is None:
             return lock.acquire()
-        deadline = time.time() + timeout
+        deadline = now() + timeout
         delay = 0.0005
         while not lock.acquire(False):
-            if time.time() >= deadline:
+            if now() >= deadline:
                 return False
             time.sleep(delay)
             delay = min(delay * 2, 0.02)

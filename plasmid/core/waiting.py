@@ -8,10 +8,10 @@ way): it comes with the modules that use it.
 """
 from __future__ import absolute_import
 import select
-import time
 
 from plasmid.core import compat
-from plasmid.core.loop import NVAL, READ, READABLE, WRITE, poll_once
+from plasmid.core.loop import NVAL, READ, READABLE, WRITE, deadline_for, \
+    poll_once, seconds_left
 
 _WRITABLE = WRITE | select.POLLERR | select.POLLHUP | NVAL
 
@@ -27,11 +27,11 @@ def wait_for(readers, writers=(), timeout=None):
     for fd in set(reading) | set(writing):
         poller.register(fd, (fd in reading and READ or 0) |
                         (fd in writing and WRITE or 0))
-    deadline = None if timeout is None else time.time() + timeout
+    deadline = deadline_for(timeout)
     while True:
-        left = None if deadline is None else max(0.0, deadline - time.time())
+        left = seconds_left(deadline)
         events = poll_once(poller, left)
-        if events or left == 0.0:
+        if events or left == 0:
             break  # [] before the deadline: a signal interrupted the wait
     ready_r, ready_w = [], []
     for fd, event in events:

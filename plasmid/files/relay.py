@@ -11,12 +11,11 @@ stdlib and plasmid.core only, Python 2.7-compatible.
 """
 from __future__ import absolute_import
 
-import time
-
 from plasmid.core.compat import bytes_from_wire
 from plasmid.core.dispatch import error_for
 from plasmid.core.errors import CallError, ConnectError, ContextLost, \
     TimeoutError
+from plasmid.core.loop import now
 from plasmid.files import remote
 
 # Steps by name: a function is not a value a call may carry.
@@ -43,7 +42,7 @@ def run(step, args, here, below, timeout=None):
     with :class:`plasmid.TimeoutError` and is sent only a discard."""
     given_up = _GIVEN_UP.setdefault(args[0], set())
     wait = timeout and timeout * height_below(below)
-    deadline = timeout and time.time() + wait
+    deadline = timeout and now() + wait
     started = [(node, _start(node, step, args, timeout)) for node in below
                if node[0].context_id not in given_up]
     failures = []
@@ -102,7 +101,7 @@ def _left(deadline):
     """Seconds until *deadline*; a late answer already here still counts."""
     if deadline is None:
         return None
-    return max(deadline - time.time(), 0.001)
+    return max(deadline - now(), 0.001)
 
 
 def discard_later(node, temp):

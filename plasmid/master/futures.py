@@ -12,11 +12,11 @@ sends it, never a user's value).
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from plasmid.core.context import Future, _Completions
 from plasmid.core.errors import TimeoutError
+from plasmid.core.loop import now
 
 # The longest single wait handed to the loop, well under poll()'s limit.
 LONGEST_PIECE = 86400.0
@@ -43,9 +43,9 @@ def wait_in_pieces(wait: Callable[[Optional[float]], Any],
     called again with what is left of *timeout* until it is up."""
     if timeout is None or timeout <= LONGEST_PIECE:
         return wait(timeout)
-    deadline = time.monotonic() + timeout
+    deadline = now() + timeout
     while True:
-        left = deadline - time.monotonic()
+        left = deadline - now()
         try:
             return wait(max(0.0, min(left, LONGEST_PIECE)))
         except TimeoutError:
@@ -66,7 +66,7 @@ def as_completed(futures: Iterable[Future],
             raise TypeError('as_completed takes the futures call_async '
                             'returns, not %r' % (future,))
     _check_one_waitable_loop(futures)
-    deadline = None if timeout is None else time.time() + timeout
+    deadline = None if timeout is None else now() + timeout
     return _completed(futures, deadline)
 
 
@@ -93,11 +93,11 @@ def _completed(futures: list[Future],
 
 def _next_done(completions: _Completions,
                deadline: Optional[float]) -> Future:
-    """The next future to finish, waiting until *deadline* (time.time())
+    """The next future to finish, waiting until *deadline* (the loop's clock)
     in pieces the loop can take."""
     while True:
         piece = None if deadline is None else \
-            min(deadline, time.time() + LONGEST_PIECE)
+            min(deadline, now() + LONGEST_PIECE)
         try:
             return completions.next(piece)
         except TimeoutError:

@@ -1142,7 +1142,7 @@ class Router:
                 "plasmid.ctx.* logs runs: shut it down from another thread")
         timeout = self.shutdown_timeout if timeout is SHUTDOWN_TIMEOUT \
             else _checked_wait('timeout', timeout)
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once
         told = self._tell_to_shut_down(set())
@@ -1155,7 +1155,7 @@ class Router:
         for stream in list(self.streams):
             stream.close()  # the loop is stopped: safe from this thread
             if stream.process is not None:
-                spawn.reap(stream.process, max(0.1, deadline - time.time()))
+                spawn.reap(stream.process, max(0.1, deadline - time.monotonic()))
             self._release(stream)
         for boot in list(self.boots.values()):  # a start may still end
             boot.end_unheard()
@@ -1200,10 +1200,10 @@ class Router:
         def all_closed() -> bool:
             return all(s.closed for s in self.streams)
         if self.loop.threaded:
-            while not all_closed() and time.time() < deadline:
+            while not all_closed() and time.monotonic() < deadline:
                 time.sleep(0.005)
         else:
-            self.loop.run_until(all_closed, max(0.0, deadline - time.time()))
+            self.loop.run_until(all_closed, max(0.0, deadline - time.monotonic()))
 
     def _stop_loop(self) -> None:
         thread = self.loop.thread

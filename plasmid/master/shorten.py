@@ -6,12 +6,17 @@ keeps the repository readable and the blob small.  Only what is provably
 private to one function is renamed:
 
 - names the function binds itself (assignment, loop, ``with``/``except``
-  targets, nested ``def``) and a method's first parameter (``self``,
-  ``cls``: never passed by keyword), never other parameters (callers may
-  pass them by keyword) nor names it imports;
-- not in a function that uses ``locals()``, ``vars()``, ``exec`` or
-  ``eval``, nor one that holds a class (its body binds attributes), nor
-  a name declared ``global`` or ``nonlocal`` anywhere in it.
+  targets) and a plain method's first parameter (``self``, ``cls``),
+  never other parameters (callers may pass them by keyword), nested
+  functions' names (their ``__name__`` shows in tracebacks), names it
+  imports, nor names Python mangles in a class (``__x``);
+- not in a function that mentions ``locals``, ``vars``, ``dir``,
+  ``exec``, ``eval`` or a frame (``f_locals``, ``_getframe``), nor one
+  that holds a class (its body binds attributes), nor a name declared
+  ``global`` or ``nonlocal`` anywhere in it.
+
+So the core must not pass ``self`` by keyword, call ``eval`` under
+another name, nor read another core function's locals through its frame.
 
 A renamed name is renamed throughout the function, nested functions and
 comprehensions included: each use there is the same variable or a
@@ -23,10 +28,15 @@ from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import string
 from typing import Iterator
 
-_SCOPE_PEEKERS = {'locals', 'vars', 'exec', 'eval'}
+_SCOPE_PEEKERS = {'locals', 'vars', 'dir', 'exec', 'eval',
+                  'f_locals', '_getframe', 'currentframe'}
+# Decorators after which the first parameter is still the instance/class.
+_METHOD_DECORATORS = {'property', 'classmethod', 'setter', 'getter',
+                      'deleter'}
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -63,7 +73,7 @@ def _short_names(taken: set[str]) -> Iterator[str]:
     for size in (1, 2):
         for chars in itertools.product(letters, repeat=size):
             name = ''.join(chars)
-            if name not in taken:
+            if name not in taken and not keyword.iskeyword(name):
                 yield name
 
 
@@ -73,16 +83,27 @@ def _outermost_functions(tree: ast.AST, in_class: bool
     other function holds."""
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, _FUNCTIONS):
-            yield node, in_class and not _is_static(node)
+            yield node, in_class and _takes_self(node, tree)
         else:
             in_body = isinstance(node, ast.ClassDef)
             yield from _outermost_functions(node, in_body)
 
 
-def _is_static(function: ast.AST) -> bool:
-    return any(isinstance(decorator, ast.Name)
-               and decorator.id == 'staticmethod'
-               for decorator in function.decorator_list)
+def _takes_self(function: ast.AST, cls: ast.ClassDef) -> bool:
+    """Whether *function*, in *cls*'s body, surely gets the instance or
+    class first: not a static method, however it is made."""
+    for decorator in function.decorator_list:
+        name = getattr(decorator, 'id', getattr(decorator, 'attr', None))
+        if name not in _METHOD_DECORATORS:
+            return False
+    for statement in cls.body:  # ``f = staticmethod(f)``
+        if isinstance(statement, _FUNCTIONS):
+            continue
+        for node in ast.walk(statement):
+            if (isinstance(node, ast.Name) and node.id == function.name
+                    and isinstance(node.ctx, ast.Store)):
+                return False
+    return True
 
 
 def _private_locals(function: ast.AST, is_method: bool) -> list[str]:
@@ -101,9 +122,12 @@ def _private_locals(function: ast.AST, is_method: bool) -> list[str]:
             excluded.update(node.names)
         elif isinstance(node, ast.alias):
             excluded.add((node.asname or node.name).partition('.')[0])
+        elif isinstance(node, _FUNCTIONS):
+            excluded.add(node.name)
     names: list[str] = []
     for name in itertools.chain(own, _own_bindings(function)):
-        if name not in excluded and len(name) > 1 and name not in names:
+        if (name not in excluded and len(name) > 1 and '__' not in name
+                and name not in names):
             names.append(name)
     return names
 
@@ -112,8 +136,8 @@ def _peeks_at_scope(nodes: list[ast.AST]) -> bool:
     for node in nodes:
         if isinstance(node, ast.ClassDef):
             return True
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in _SCOPE_PEEKERS):
+        name = getattr(node, 'id', getattr(node, 'attr', None))
+        if name in _SCOPE_PEEKERS:
             return True
     return False
 

@@ -81,6 +81,6 @@ class StartsInFlight:
         """Wait until no start is under way, or *deadline*; after it, no
         start hands its context over."""
         with self.lock:
-            while self.count and time.time() < deadline:
-                self.ended.wait(max(0.0, deadline - time.time()))
+            while self.count and time.monotonic() < deadline:
+                self.ended.wait(max(0.0, deadline - time.monotonic()))
             self.collected = True

@@ -95,6 +95,12 @@ BARE_NAME_BOOK = """
   tasks:
     - name: plain
       python_version_report:
+    - name: the login's path
+      command: sh -c 'echo "$PATH"'
+      register: login_path
+    - name: the same python3 first on the task's path
+      python_version_report:
+      environment: {PATH: "{{ login_path.stdout }}:/plasmid-extra"}
     - name: another python3 first on the task's path
       python_version_report:
       environment: {PATH: "%(bin)s:/usr/bin:/bin"}
@@ -116,7 +122,8 @@ def test_a_bare_interpreter_name_is_found_on_the_tasks_path(
     """ansible_python_interpreter: python3, and a task's PATH: vanilla's
     shell runs the python3 that PATH finds first (3.12 here), or fails
     the task (rc 127) where it finds none; ours ran the login's python3
-    (3.11), and the task passed."""
+    (3.11), and the task passed.  Where that PATH finds the login's own
+    python3, the module runs warm (it ran from its script)."""
     other = require_python('3.12')
     bin_dir = tempfile.mkdtemp(prefix='plasmid-bin-')  # the account's too
     try:
@@ -135,6 +142,11 @@ def test_a_bare_interpreter_name_is_found_on_the_tasks_path(
         'version'] == [3, 12], tasks
     assert tasks['no python3 on the task\'s path']['status'] == 'failed'
     assert tasks['no python3 on the task\'s path']['result']['rc'] == 127
+    assert tasks['the same python3 first on the task\'s path']['result'][
+        'version'] == tasks['plain']['result']['version']
+    # Of five modules (command's too), the target sent two back.
+    assert ours.stats['module_runs'] == 5, ours.stats
+    assert ours.stats.get('modules_from_script') == 2, ours.stats
 
 
 LIBRARY_MODULE = '''#!/usr/bin/python

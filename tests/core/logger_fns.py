@@ -33,6 +33,26 @@ def forwarding_handlers():
         len(waiting)
 
 
+def use_stdout_as_a_text_stream():
+    """What programs ask of sys.stdout besides write(): its attributes,
+    reconfigure(), close() and with.  Print once after each."""
+    import sys
+    out = sys.stdout
+    out.reconfigure(encoding='utf-8', line_buffering=True)
+    print('%s %s %s %s %s' % (out.name, out.mode, out.writable(),
+                              out.readable(), out.seekable()))
+    with out:
+        out.write('inside with, no line end')
+    out.close()
+    print('after close')
+    return out.closed
+
+
+def print_text_of(length):
+    """One line of *length* characters."""
+    print('x' * length)
+
+
 def write_bytes_to_stdout(data):
     """As code that writes binary output does: through sys.stdout.buffer,
     after checking that the stream is open."""

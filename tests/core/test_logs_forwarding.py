@@ -71,6 +71,36 @@ def test_bytes_written_to_stdouts_buffer_arrive(
             from_context(caplog, 'binary')
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_stdout_answers_as_a_text_stream_does(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """reconfigure, name, mode, writable... raised AttributeError."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='stream', python_path=require_python(version))
+        assert ctx.call(logger_fns.use_stdout_as_a_text_stream) is False
+        # Closing flushes; the stream stays open for the next call.
+        ctx.call(local_fns.print_lines, 1, 'next call')
+    assert from_context(caplog, 'stream') == [
+        ('stdout', logging.INFO, '<stdout> w True False False'),
+        ('stdout', logging.INFO, 'inside with, no line end'),
+        ('stdout', logging.INFO, 'after close'),
+        ('stdout', logging.INFO, 'next call 0')]
+
+
+def test_a_line_over_the_message_size_arrives_cut_with_a_note(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """It was dropped without a word."""
+    with plasmid.Router(max_message_size=64 * 1024) as router:
+        ctx = router.local(name='huge')
+        ctx.call(logger_fns.print_text_of, 100000)
+        ctx.call(local_fns.print_lines, 1, 'then')
+    (origin, level, text), after = from_context(caplog, 'huge')
+    assert text.startswith('x' * 1024 + ' [plasmid: 98976 more characters '
+                           'not sent: ') and origin == 'stdout'
+    assert after == ('stdout', logging.INFO, 'then 0')
+
+
 def test_record_attributes(caplog: pytest.LogCaptureFixture) -> None:
     with plasmid.Router() as router:
         ctx = router.local(name='attrs')

@@ -190,6 +190,38 @@ def call_getpid_of(context):
     return context.call(getpid)
 
 
+def wait_with_the_wall_clock_frozen(context, seconds, timeout):
+    """In this context, with ``time.time`` standing still (a clock set
+    back stands still for as long as the step), wait *timeout* seconds for
+    a call to *context* that sleeps *seconds*: what came of the wait."""
+    from plasmid.core.errors import TimeoutError
+    real = time.time
+    frozen = real()
+    time.time = lambda: frozen
+    try:
+        future = context.call_async(sleep_then, seconds, 'answered')
+        return future.result(timeout=timeout)
+    except TimeoutError:
+        return 'timed out'
+    finally:
+        time.time = real
+
+
+def wait_in_context(context, timeout):
+    """In this context, wait for a call to *context* with *timeout*, then
+    for the same through as_completed: what came of each."""
+    import plasmid
+    outcomes = []
+    for wait in (lambda future: future.result(timeout=timeout),
+                 lambda future: next(plasmid.as_completed(
+                     [future], timeout=timeout)).result()):
+        try:
+            outcomes.append(wait(context.call_async(getpid)))
+        except Exception as exc:
+            outcomes.append('%s: %s' % (type(exc).__name__, exc))
+    return outcomes
+
+
 def shut_down_the_master(timeout):
     """Ask the master to shut down, from a context: no context may."""
     from plasmid.core import child

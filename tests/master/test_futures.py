@@ -11,6 +11,7 @@ import plasmid
 from plasmid.master import futures
 
 import local_fns
+from testbed.pythons import require_python
 
 
 @pytest.fixture
@@ -139,3 +140,52 @@ def test_a_wait_longer_than_a_piece_is_made_in_pieces(monkeypatch) -> None:
             raise answer
         return answer
     assert futures.wait_in_pieces(second_time, 10) == 'answer'
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_wall_clock_set_back_does_not_stretch_a_timeout(
+        monkeypatch, threaded) -> None:
+    """Waits count on the monotonic clock.  On the wall clock, one set
+    back (here: standing still) made ``result(timeout=0.2)`` wait for the
+    call to end, however long that took."""
+    with plasmid.Router(threaded=threaded) as router:
+        ctx = router.local()
+        ctx.call(os.getpid)
+        frozen = time.time()
+        monkeypatch.setattr(time, 'time', lambda: frozen)
+        future = ctx.call_async(local_fns.sleep_then, 3, 'late')
+        with pytest.raises(plasmid.TimeoutError):
+            future.result(timeout=0.2)
+        with pytest.raises(plasmid.TimeoutError):
+            next(plasmid.as_completed([future], timeout=0.2))
+        monkeypatch.undo()
+        assert future.result() == 'late'
+
+
+@pytest.mark.parametrize('version', ['3.6', '3.13'])
+def test_a_context_s_waits_ignore_its_wall_clock_too(version) -> None:
+    """(Python 2.7 has no monotonic clock: its contexts use the wall.)"""
+    python = require_python(version)
+    with plasmid.Router() as router:
+        waiter = router.local(python_path=python)
+        sleeper = router.local(via=waiter)
+        assert waiter.call(local_fns.wait_with_the_wall_clock_frozen,
+                           sleeper, 3, 0.2) == 'timed out'
+        assert waiter.call(local_fns.wait_with_the_wall_clock_frozen,
+                           sleeper, 0, 10) == 'answered'
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_context_waits_as_long_as_it_is_told(version) -> None:
+    """Inside a context, infinity and timeouts past poll()'s ~24.8 days
+    raised OverflowError, and nan a ValueError about integers."""
+    with plasmid.Router() as router:
+        waiter = router.local(python_path=require_python(version))
+        child = router.local(via=waiter)
+        pid = child.info['pid']
+        for timeout in (float('inf'), 1e7, 30 * 86400):
+            assert waiter.call(local_fns.wait_in_context, child,
+                               timeout) == [pid, pid]
+        assert waiter.call(local_fns.wait_in_context, child,
+                           float('nan')) == [
+            'ValueError: timeout must be None or a number, not nan'] * 2

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import textwrap
 
 from plasmid.master import bootstrap, shorten
@@ -107,6 +108,50 @@ def test_names_another_scope_can_reach_stay() -> None:
     for kept in ('counter', 'count', 'hidden', 'label', 'first'):
         assert kept in short
     assert 'joined' not in short
+
+
+def test_what_names_show_or_scopes_are_read_stay_as_written() -> None:
+    """Cases a review found: each changed meaning in a first version."""
+    source = '''
+        import sys
+        def by_dir():
+            value = 1
+            return dir()
+        def by_eval():
+            value = 41
+            return eval('value + 1')
+        def by_frame():
+            value = 41
+            return sys._getframe().f_locals['value']
+        def nested_name():
+            def helper():
+                pass
+            return helper.__name__
+        class Tools(object):
+            def double(value):
+                doubled = value * 2
+                return doubled
+            double = staticmethod(double)
+            def mangled(self):
+                __x = 1
+                _Tools__x = 2
+                return __x
+            @property
+            def size(self):
+                counted = 3
+                return counted
+        '''
+    short = _same_result(source, '(by_dir(), by_eval(), by_frame(), '
+                                 'nested_name(), Tools.double(value=3), '
+                                 'Tools().mangled(), Tools().size)')
+    assert 'def helper' in short and 'def double(value)' in short
+    assert 'counted' not in short
+
+
+def test_keywords_are_never_short_names() -> None:
+    taken = set('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ')
+    names = list(itertools.islice(shorten._short_names(taken), 200))
+    assert 'aa' in names and not {'as', 'if', 'in', 'is', 'or'} & set(names)
 
 
 def test_decorators_and_defaults_are_the_enclosing_scope_s() -> None:
