@@ -247,19 +247,36 @@ def run_module(digest, job, hold_above=None):
 
 def _is_found_first(job):
     """Whether the interpreter named bare in *job* (``python3``), looked
-    up on the task's PATH as vanilla's shell does, is this Python: the
-    same name in the same directory.  (A venv's ``python3`` links to the
-    system's, but is another Python: its directory tells them apart.)"""
+    up on the task's PATH as vanilla's shell does, is surely this Python;
+    False where it is another, none (vanilla's shell: rc 127), or where
+    the answer depends on the shell (bash expands ``~`` in PATH, and a
+    relative entry depends on the directory)."""
     name = job.get('bare_interpreter')
     if name is None:
         return True
     for folder in job['env']['PATH'].split(':'):
+        if not os.path.isabs(folder):
+            return False
         candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return (os.path.isabs(folder) and name == os.path.basename(
-                sys.executable) and os.path.realpath(folder) ==
-                os.path.realpath(os.path.dirname(sys.executable)))
-    return False  # none: vanilla's shell fails the task (rc 127)
+            return _same_python(candidate, sys.executable)
+    return False
+
+
+def _same_python(one, other):
+    """Whether the executables *one* and *other* run the same Python: the
+    same file, and the same venv or none.  (A venv's ``python3`` links to
+    the system's: Python sees the venv by a ``pyvenv.cfg`` beside the path
+    it was started by, or one directory up.)"""
+    def venv_of(path):
+        folder = os.path.dirname(path)
+        for place in (folder, os.path.dirname(folder)):
+            config = os.path.join(place, 'pyvenv.cfg')
+            if os.path.isfile(config):
+                return os.path.realpath(config)
+        return None
+    return (os.path.realpath(one) == os.path.realpath(other)
+            and venv_of(one) == venv_of(other))
 
 
 # What /bin/sh (dash) says of a command a signal killed, where this Python

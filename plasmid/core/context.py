@@ -244,8 +244,8 @@ class _Completions(object):
                 signal = self.signal
             try:
                 signal.wait(seconds_left(deadline))
-            except TimeoutError:
-                if not self.ready:
+            except TimeoutError:  # a day's piece of a longer wait, maybe
+                if not self.ready and seconds_left(deadline) == 0:
                     raise TimeoutError('futures still pending at timeout')
 
 

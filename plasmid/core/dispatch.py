@@ -154,7 +154,7 @@ class Dispatcher(object):
             error = outcome[1]
             if outcome[0] or not isinstance(error, CallError):
                 error = CallError(type(exc).__name__, 'the result could '
-                                  'not be sent' + (': %s' % exc).rstrip(': '))
+                                  'not be sent' + (str(exc) and ': %s' % exc))
             else:  # too large: its type, the start of its message will do
                 cut = self.router.max_message >> 6  # chars; 4 bytes at most
                 error = CallError(error.type_name, error.message[:cut],

@@ -415,7 +415,10 @@ def seconds_left(deadline):
     takes ~24.8 days at most, a lock less."""
     if deadline is None:
         return None
-    return min(max(deadline - now(), 0), 86400)
+    return min(max(deadline - now(), 0), LONGEST_WAIT)
+
+
+LONGEST_WAIT = 86400
 
 
 if compat.PY2:  # pragma: no cover - 2.7 locks take no timeout

@@ -463,3 +463,44 @@ def test_a_module_process_reads_the_time_zone_and_host_name_afresh():
     assert done.returncode == 0, done.stderr
     assert done.stdout.split('\n')[0] == \
         "('UTC', '%s') UTC ('JST', 'plasmid-renamed')" % os.uname().nodename
+
+
+def _python_link(where, python):
+    os.makedirs(where, exist_ok=True)
+    os.symlink(python, os.path.join(where, 'python3'))
+    return where
+
+
+def test_a_bare_interpreter_runs_warm_only_where_the_path_finds_this_one(
+        monkeypatch, tmp_path):
+    """What the task's PATH finds first must be this very Python: the same
+    file (through any link), the same venv or none.  Anything a shell may
+    read otherwise (bash expands ~, a relative entry depends on the
+    directory) goes to the script, as does a PATH that finds none."""
+    python = os.path.realpath(sys.executable)
+    here = _python_link(str(tmp_path / 'here'), python)
+    monkeypatch.setattr(sys, 'executable', os.path.join(here, 'python3'))
+    other = _python_link(str(tmp_path / 'other'), python)  # same file
+    venv = _python_link(str(tmp_path / 'venv' / 'bin'), python)
+    (tmp_path / 'venv' / 'pyvenv.cfg').write_text('home = /x\n')
+    os.symlink(venv, str(tmp_path / 'venv-link'))
+    empty = str(tmp_path / 'empty')
+    os.mkdir(empty)
+
+    def found_first(path):
+        return target._is_found_first({'bare_interpreter': 'python3',
+                                       'env': {'PATH': path}})
+    assert found_first(here)
+    assert found_first(empty + ':' + other + ':' + venv)
+    assert not found_first(venv + ':' + here)
+    # Started by a link to the venv's directory, Python is no venv's.
+    venv_link = str(tmp_path / 'venv-link')
+    assert found_first(venv_link + ':' + venv)
+    assert not found_first('~/bin:' + here)
+    assert not found_first('bin:' + here)
+    assert not found_first(':' + here)
+    assert not found_first(empty)
+    assert target._is_found_first({'env': {'PATH': empty}})
+    monkeypatch.setattr(sys, 'executable', os.path.join(venv, 'python3'))
+    assert found_first(venv) and not found_first(here)
+    assert not found_first(venv_link)

@@ -207,6 +207,22 @@ def wait_with_the_wall_clock_frozen(context, seconds, timeout):
         time.time = real
 
 
+def as_completed_in_pieces(context, piece, timeout):
+    """In this context, with waits cut into pieces of *piece* seconds (a
+    day, in use), wait *timeout* seconds on as_completed for a call to
+    *context* that takes three pieces."""
+    import plasmid
+    from plasmid.core import loop
+    loop.LONGEST_WAIT = piece
+    try:
+        future = context.call_async(sleep_then, 3 * piece, 'answered')
+        return next(plasmid.as_completed([future], timeout=timeout)).result()
+    except Exception as exc:
+        return '%s: %s' % (type(exc).__name__, exc)
+    finally:
+        loop.LONGEST_WAIT = 86400
+
+
 def wait_in_context(context, timeout):
     """In this context, wait for a call to *context* with *timeout*, then
     for the same through as_completed: what came of each."""

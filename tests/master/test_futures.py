@@ -189,3 +189,16 @@ def test_a_context_waits_as_long_as_it_is_told(version) -> None:
         assert waiter.call(local_fns.wait_in_context, child,
                            float('nan')) == [
             'ValueError: timeout must be None or a number, not nan'] * 2
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_context_s_as_completed_waits_past_one_piece(version) -> None:
+    """Waits go in pieces of a day (here 0.2 s): as_completed took the
+    first piece's end for its timeout's."""
+    with plasmid.Router() as router:
+        waiter = router.local(python_path=require_python(version))
+        child = router.local(via=waiter)
+        assert waiter.call(local_fns.as_completed_in_pieces, child, 0.2,
+                           float('inf')) == 'answered'
+        assert waiter.call(local_fns.as_completed_in_pieces, child, 0.2,
+                           0.3).startswith('TimeoutError')
