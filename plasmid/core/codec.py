@@ -74,7 +74,8 @@ def _enc_int(value, out, depth):
         out.append(b'i' + _INT64.pack(value))
     else:
         try:
-            digits = str(value).encode('ascii')
+            # int(): before 3.11 str() of an IntEnum is its name.
+            digits = str(int(value)).encode('ascii')
         except ValueError:  # 3.11+: too many digits for str()
             digits = None
         if digits is None or len(digits) > MAX_INT_DIGITS:

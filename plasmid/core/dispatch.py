@@ -157,7 +157,7 @@ class Dispatcher(object):
                                   'not be sent' + (str(exc) and ': %s' % exc))
             else:  # too large: its type, the start of its message will do
                 cut = self.router.max_message >> 6  # chars; 4 bytes at most
-                error = CallError(error.type_name, error.message[:cut],
+                error = CallError(error.type_name[:cut], error.message[:cut],
                                   error.remote_traceback[-cut:])
             self.router.reply(msg, (False, error))
 

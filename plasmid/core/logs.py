@@ -61,8 +61,8 @@ def forwarding_handler(logging, forwarder):
                 if record.exc_info:
                     text += '\n' + logging.Formatter().formatException(
                         record.exc_info)
-            except Exception:
-                text = repr(record.msg)
+            except Exception:  # as logging does: said on stderr, no raise
+                return self.handleError(record)
             forwarder.send(record.name, record.levelno,
                            compat.text_from_native(text))
 
@@ -87,19 +87,21 @@ class OutputWriter(object):
         self.lock = threading.RLock()
         self.buffer = self
 
-    def write(self, text):
-        text = compat.text_from_native(text)
+    def write(self, data):
+        text = data
+        if not isinstance(data, compat.text_type):  # bytes-like: .buffer's
+            data = memoryview(data).tobytes()
+            text = data.decode('utf-8', 'replace')
         with self.lock:
-            if '\n' not in text:
-                self.partial.append(text)
-                return len(text)
             self.partial.append(text)
+            if '\n' not in text:
+                return len(data)
             lines = ''.join(self.partial).split('\n')
             rest = lines.pop()
             self.partial = rest and [rest] or []
         for line in lines:
             self.forwarder.send(self.origin, INFO, line)
-        return len(text)
+        return len(data)
 
     def writelines(self, lines):
         for line in lines:

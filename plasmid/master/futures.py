@@ -74,7 +74,10 @@ def _check_one_waitable_loop(futures: list[Future]) -> None:
     """The wait runs the loop of the first future's router: a threadless
     router's loop runs only there, so another's futures never finished
     (before: a hang, or a TimeoutError with some of them done)."""
-    loops = set(f.context.router.loop for f in futures)
+    # A future already done needs no loop (its router may be shut down:
+    # its loop no longer threaded).
+    loops = set(f.context.router.loop for f in futures
+                if not f.latch.is_set)
     if len(loops) > 1 and not all(loop.threaded for loop in loops):
         raise ValueError('as_completed takes the futures of one router, or '
                          'of threaded routers (Router(threaded=True)) only')

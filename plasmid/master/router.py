@@ -1184,6 +1184,10 @@ class Router:
                 stream.let_go(null)  # as a context's fork does (child.py)
         finally:
             os.close(null)
+        # Calls made before the fork wait here too: they fail now, or
+        # would wait for ever for a reply that goes to the parent.
+        self.core.lose(list(self.core.routes), 'this process is a fork of '
+                       "the master's: its links are the parent's")
 
     def _tell_to_shut_down(self, told: set) -> set:
         """Send SHUTDOWN to each live context not in *told*, the deepest

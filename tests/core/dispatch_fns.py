@@ -57,6 +57,11 @@ def fail_at_length(characters):
     raise ValueError('x' * characters)
 
 
+def fail_named_at_length(characters):
+    """Raise an exception whose type's name has *characters* characters."""
+    raise type('E' * characters, (Exception,), {})('short')
+
+
 def limit_memory(mib):
     import resource
     resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))

@@ -48,6 +48,39 @@ def use_stdout_as_a_text_stream():
     return out.closed
 
 
+def write_bytes_like_to_stdout_buffer():
+    """memoryview and bytearray, as a real buffer takes them, written as
+    code that loops on write()'s count does; then a print."""
+    import sys
+    counts = []
+    for piece in (memoryview(b'view '), bytearray(b'array ')):
+        counts.append(sys.stdout.buffer.write(piece))
+    data = u'h\u00e9llo \u2713\n'.encode('utf-8')
+    while data:
+        written = sys.stdout.buffer.write(data)
+        counts.append(written)
+        data = data[written:]
+    print('printed after')
+    return counts
+
+
+class Unprintable(object):
+    def __str__(self):
+        raise ValueError('no str')
+
+    __repr__ = __str__
+
+
+def log_what_cannot_be_formatted():
+    """Logging never raises into its caller for a record it cannot
+    format: it reports the error on stderr and goes on."""
+    import logging
+    logging.getLogger('app').warning(Unprintable())
+    logging.getLogger('app').warning('value: %s', Unprintable())
+    logging.getLogger('app').warning('after')
+    return 'logged'
+
+
 def print_text_of(length):
     """One line of *length* characters."""
     print('x' * length)

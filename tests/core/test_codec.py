@@ -121,6 +121,12 @@ class Colour(enum.IntEnum):
     RED = 1
 
 
+class Named(int):
+    """str() gives a name, as an IntEnum's did before 3.11."""
+    def __str__(self) -> str:
+        return 'named'
+
+
 class MyStr(str):
     pass
 
@@ -138,6 +144,7 @@ Point = collections.namedtuple('Point', 'x y')
     (collections.Counter('aab'), dict),
     (Point(1, 2), tuple),
     (Colour.RED, int),
+    (Named(2 ** 70), int),  # past 64 bits: it went as 'named'
     (MyStr('text'), str),
     (MyFloat(2.5), float),
 ], ids=lambda v: type(v).__name__)

@@ -88,6 +88,11 @@ def test_an_error_too_large_to_send_keeps_its_type(version, limit):
         assert info.value.type_name == 'ValueError'
         assert info.value.message == 'x' * (limit >> 6)
         assert ctx.call(len, 'ab') == 2  # still serving
+        # The type's name is cut too: one past the limit killed the context.
+        with pytest.raises(plasmid.CallError) as info:
+            ctx.call(dispatch_fns.fail_named_at_length, limit + 1)
+        assert info.value.type_name == 'E' * (limit >> 6)
+        assert ctx.call(len, 'ab') == 2
 
 
 @pytest.mark.parametrize('version', [None, '2.7'])

@@ -88,6 +88,36 @@ def test_stdout_answers_as_a_text_stream_does(
         ('stdout', logging.INFO, 'next call 0')]
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_stdout_buffer_takes_what_a_buffer_takes(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """A memoryview broke every later print; a bytearray raised; write()
+    counted characters, not bytes, so a loop on its count sent again."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='views', python_path=require_python(version))
+        assert ctx.call(logger_fns.write_bytes_like_to_stdout_buffer) == \
+            [5, 6, 11]
+    assert from_context(caplog, 'views') == [
+        ('stdout', logging.INFO, u'view array h\u00e9llo \u2713'),
+        ('stdout', logging.INFO, 'printed after')]
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_record_that_cannot_be_formatted_does_not_fail_the_call(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """The handler raised into the logging call (the call failed), where
+    logging reports it on stderr and goes on."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='badrec', python_path=require_python(version))
+        assert ctx.call(logger_fns.log_what_cannot_be_formatted) == 'logged'
+    got = from_context(caplog, 'badrec')
+    assert ('app', logging.WARNING, 'after') in got
+    said = [text for origin, _, text in got if origin == 'stderr']
+    assert said.count('ValueError: no str') == 2, got  # a traceback each
+
+
 def test_a_line_over_the_message_size_arrives_cut_with_a_note(
         caplog: pytest.LogCaptureFixture) -> None:
     """It was dropped without a word."""

@@ -120,6 +120,19 @@ def test_as_completed_refuses_futures_of_two_threadless_routers(ctx) -> None:
         assert set(plasmid.as_completed(both, timeout=10)) == set(both)
 
 
+def test_a_done_future_of_a_shut_down_router_may_join_others() -> None:
+    """Its router's loop is no longer threaded once shut down: it was
+    refused as a threadless router's, though it needs no loop."""
+    with plasmid.Router(threaded=True) as first, \
+            plasmid.Router(threaded=True) as second:
+        done = first.local().call_async(os.getpid)
+        done.result(timeout=10)
+        first.shutdown()
+        pending = second.local().call_async(local_fns.sleep_then, 0.2, 'x')
+        assert list(plasmid.as_completed([done, pending], timeout=10)) == \
+            [done, pending]
+
+
 def test_a_wait_longer_than_a_piece_is_made_in_pieces(monkeypatch) -> None:
     """Each piece the loop gets is at most LONGEST_PIECE; the wait ends
     at the first answer or once the whole timeout is up."""

@@ -274,6 +274,38 @@ def test_a_fork_made_while_a_lock_was_held_fails_its_calls_at_once() -> None:
         master.stderr
 
 
+# A fork made while a call was under way: it waits on that call's future
+# (exit 3: it failed at once, saying why; SIGALRM: it waited).
+PENDING_IN_A_FORK = '''
+import os, signal, sys, time
+sys.path[:0] = %r
+import plasmid
+with plasmid.Router(threaded=%r) as router:
+    ctx = router.local()
+    future = ctx.call_async(time.sleep, 1)
+    fork = os.fork()
+    if fork == 0:
+        signal.alarm(20)
+        try:
+            future.result(timeout=15)
+        except plasmid.ContextLost as exc:
+            os._exit(3 if 'a fork of the master' in str(exc) else 4)
+        os._exit(0)
+    print(os.waitpid(fork, 0)[1], future.result(), flush=True)
+'''
+
+
+@pytest.mark.parametrize('threaded', [False, True])
+def test_a_call_under_way_as_the_master_forks_fails_in_the_fork(
+        threaded: bool) -> None:
+    """Its reply goes to the parent: in the fork, the future waited for
+    ever (a new call failed at once)."""
+    master = subprocess.run(
+        [sys.executable, '-c', PENDING_IN_A_FORK % (sys.path, threaded)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert master.stdout.split() == [b'768', b'None'], master.stderr
+
+
 # A master that forks a long-lived worker (multiprocessing's fork, say),
 # prints its context's pid and the worker's, and is killed.
 FORKING_MASTER = '''
