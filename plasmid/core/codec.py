@@ -89,9 +89,12 @@ def _enc_float(value, out, depth):
 
 
 def _enc_text(value, out, depth=0):
-    raw = value.encode('utf-8', _TEXT_ERRORS)
+    raw = _text_encode(value, 'utf-8', _TEXT_ERRORS)  # not a subclass's
     out.append(b's' + _COUNT.pack(len(raw)))
     out.append(raw)
+
+
+_text_encode = compat.text_type.encode
 
 
 def _enc_bytes(value, out, depth):

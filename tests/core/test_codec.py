@@ -131,6 +131,13 @@ class MyStr(str):
     pass
 
 
+class OwnEncoding(str):
+    """encode() of its own that gives no bytes: b''.join() raised a bare
+    TypeError from encode()."""
+    def encode(self, *args: Any) -> Any:
+        return 'not bytes'
+
+
 class MyFloat(float):
     pass
 
@@ -146,6 +153,7 @@ Point = collections.namedtuple('Point', 'x y')
     (Colour.RED, int),
     (Named(2 ** 70), int),  # past 64 bits: it went as 'named'
     (MyStr('text'), str),
+    (OwnEncoding('text'), str),
     (MyFloat(2.5), float),
 ], ids=lambda v: type(v).__name__)
 def test_subclasses_travel_as_their_base_type(value: Any, base: type) -> None:
