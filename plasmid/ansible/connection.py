@@ -443,6 +443,8 @@ class Connection(ConnectionBase):
                       sudoable: bool) -> tuple[int, bytes, bytes]:
         success = self._become_marker(cmd, sudoable)
         result = self._run_command(cmd, in_data, sudoable, success)
+        if result[0] == 255:
+            self._as_ssh_takes_255(result, in_data)
         if self.SHOWS_RESULTS and _display.verbosity >= 3:
             if success and _SINCE_2_19:
                 self._trace('Escalation succeeded')
@@ -672,6 +674,23 @@ class Connection(ConnectionBase):
                     self._play_context.no_log))
         return rc, out, err
 
+    def _as_ssh_takes_255(self, result: tuple, in_data: Optional[bytes]
+                          ) -> None:
+        """ssh exits 255 for its own failures, and passes a command's 255
+        on: vanilla's ssh plugin takes both for a connection's, so the host
+        is unreachable (a module's ``sys.exit(255)``, a script's
+        ``exit -1``), unless the output shows a program's error."""
+        _, out, err = result
+        said = err.decode('utf-8', 'replace')
+        if in_data is not None and self._vanilla_pipelines():
+            raise AnsibleConnectionFailure(
+                'Data could not be sent to remote host "%s". Make sure this '
+                'host can be reached over ssh: %s' % (self._hostname(), said))
+        if not any(words in out or words in err for words in _NOT_SSH_ERRORS):
+            raise AnsibleConnectionFailure(
+                'Failed to connect to the host via ssh: %s' % _shown(
+                    said.rstrip(), self._play_context.no_log))
+
     def _trace(self, text: str) -> None:
         """What vanilla's plugins show at -vvv: each command, each file."""
         _display.vvv(text, host=self._play_context.remote_addr)
@@ -868,6 +887,13 @@ class _SshFailed(AnsibleConnectionFailure):
         super().__init__('Failed to connect to the host via ssh: %s'
                          % _shown(said.rstrip(), no_log))
         self.said = said  # "data not sent" shows it even under no_log
+
+
+# Words in a command's output that tell vanilla's ssh plugin its exit
+# status 255 is the command's, not ssh's (ansible-core's own list).
+_NOT_SSH_ERRORS = (b'Traceback (most recent call last):', b'PHP Parse error:',
+                   b'chmod: invalid mode',
+                   b'chmod: A flag or octal number is not correct.')
 
 
 def _shown(said: str, no_log: bool) -> str:

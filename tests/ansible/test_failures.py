@@ -4,6 +4,7 @@ removed, interpreters too old, missing or slow to start, a host without
 Python, our plugin installed as ssh, an interrupted run, a killed broker."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -171,6 +172,64 @@ def test_commands_killed_by_a_signal_read_like_vanilla(
     assert results['the next task runs']['status'] == 'ok'
     assert results['the login shell killed']['status'] == 'unreachable'
     assert 'never runs, the host being unreachable' not in results
+
+
+EXIT_255 = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a command's 255 after a traceback is the command's
+      raw: echo 'Traceback (most recent call last):'; exit 255
+      ignore_errors: true
+    - name: a command's 255
+      raw: exit 255
+      ignore_unreachable: true
+    - name: a script's exit 255
+      script: exit_255.sh
+      ignore_unreachable: true
+    - name: a module's sys.exit(255)
+      exit_255:
+      ignore_unreachable: true
+    - name: the host is still there
+      command: id -un
+"""
+
+
+@pytest.mark.edge_releases
+def test_an_exit_status_of_255_reads_as_ssh_s_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ssh passes a command's 255 on, and vanilla's ssh plugin takes it
+    for its own failure: the host is unreachable (a pipelined module's
+    "Data could not be sent"), unless the output shows a program's error.
+    Ours called the tasks failed, and ignore_errors let the play go on."""
+    (tmp_path / 'exit_255.sh').write_text('#!/bin/sh\nexit 255\n')
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'exit_255.py').write_text(
+        '#!/usr/bin/python\nimport sys\nsys.exit(255)\n')
+    vanilla, ours = run_both(ansible_bin, tmp_path, EXIT_255,
+                             inventory(sshd, ansible_account))
+    results = {r['task']: r for r in ours.results}
+    assert results["a command's 255 after a traceback is the command's"][
+        'status'] == 'failed'
+    # Their messages are vanilla's (run_both compares them).
+    for task in ("a command's 255", "a script's exit 255",
+                 "a module's sys.exit(255)"):
+        assert results[task]['status'] == 'unreachable', results[task]
+    assert results['the host is still there']['status'] == 'ok'
+
+
+def test_the_words_that_make_255_a_command_s_are_ansible_core_s(
+        ansible_bin) -> None:
+    """Ours must follow ansible-core's list (each release's): one that
+    changes it changes which failures are unreachable hosts."""
+    both = subprocess.run(
+        [os.path.join(ansible_bin, 'python'), '-c',
+         'from ansible.plugins.connection.ssh import b_NOT_SSH_ERRORS; '
+         'from plasmid.ansible.connection import _NOT_SSH_ERRORS; '
+         'print(repr((b_NOT_SSH_ERRORS, _NOT_SSH_ERRORS)))'],
+        stdout=subprocess.PIPE, check=True, timeout=60).stdout
+    theirs, ours = ast.literal_eval(both.decode())
+    assert ours == theirs and len(ours) >= 1
 
 
 UNREMOVABLE_TEMP_DIR = """
