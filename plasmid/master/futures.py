@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from plasmid.core.context import Future, _Completions
 from plasmid.core.errors import TimeoutError
-from plasmid.core.loop import now
+from plasmid.core.loop import deadline_for, now
 
 # The longest single wait handed to the loop, well under poll()'s limit.
 LONGEST_PIECE = 86400.0
@@ -66,8 +66,7 @@ def as_completed(futures: Iterable[Future],
             raise TypeError('as_completed takes the futures call_async '
                             'returns, not %r' % (future,))
     _check_one_waitable_loop(futures)
-    deadline = None if timeout is None else now() + timeout
-    return _completed(futures, deadline)
+    return _completed(futures, deadline_for(timeout))
 
 
 def _check_one_waitable_loop(futures: list[Future]) -> None:

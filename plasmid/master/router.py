@@ -1155,7 +1155,8 @@ class Router:
         for stream in list(self.streams):
             stream.close()  # the loop is stopped: safe from this thread
             if stream.process is not None:
-                spawn.reap(stream.process, max(0.1, deadline - time.monotonic()))
+                left = deadline - time.monotonic()
+                spawn.reap(stream.process, max(0.1, left))
             self._release(stream)
         for boot in list(self.boots.values()):  # a start may still end
             boot.end_unheard()
@@ -1207,7 +1208,8 @@ class Router:
             while not all_closed() and time.monotonic() < deadline:
                 time.sleep(0.005)
         else:
-            self.loop.run_until(all_closed, max(0.0, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            self.loop.run_until(all_closed, max(0.0, left))
 
     def _stop_loop(self) -> None:
         thread = self.loop.thread
