@@ -6,6 +6,7 @@ the call that produced them.  Output written straight to fds 1 and 2 (by
 subprocesses, say) is read from a pipe by the I/O loop.
 """
 from __future__ import absolute_import
+import codecs
 import os
 import sys
 import threading
@@ -83,21 +84,27 @@ class OutputWriter(object):
         self.origin = origin
         self.fd = fd
         self.partial = []
+        # Bytes written in pieces may cut a character in two: its start
+        # waits here for the rest.
+        self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
         # Reentrant: a signal handler may print in the middle of a write.
         self.lock = threading.RLock()
         self.buffer = self
 
     def write(self, data):
-        text = data
-        if not isinstance(data, compat.text_type):  # bytes-like: .buffer's
-            data = memoryview(data).tobytes()
-            text = data.decode('utf-8', 'replace')
         with self.lock:
+            text = data
+            if not isinstance(data, compat.text_type):  # .buffer's bytes
+                data = memoryview(data).tobytes()
+                text = self.decoder.decode(data)
             self.partial.append(text)
-            if '\n' not in text:
+            if '\n' not in text and len(self.partial) % 64:
                 return len(data)
             lines = ''.join(self.partial).split('\n')
             rest = lines.pop()
+            if len(rest) > 65536:  # no line end in sight: a piece now, not
+                lines.append(rest)  # all of it held (as PipeReader does)
+                rest = ''
             self.partial = rest and [rest] or []
         for line in lines:
             self.forwarder.send(self.origin, INFO, line)

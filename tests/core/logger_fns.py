@@ -86,6 +86,23 @@ def print_text_of(length):
     print('x' * length)
 
 
+def write_bytes_to_stdout_a_byte_at_a_time(text):
+    """As a copy loop with a small buffer does: pieces that cut the
+    UTF-8 encoding of a character in two."""
+    import sys
+    data = text.encode('utf-8')
+    for i in range(len(data)):
+        sys.stdout.buffer.write(data[i:i + 1])
+    sys.stdout.flush()
+
+
+def write_without_line_ends(piece, count):
+    """A progress display that never ends a line nor flushes."""
+    import sys
+    for _ in range(count):
+        sys.stdout.write(piece)
+
+
 def write_bytes_to_stdout(data):
     """As code that writes binary output does: through sys.stdout.buffer,
     after checking that the stream is open."""

@@ -72,6 +72,35 @@ def test_bytes_written_to_stdouts_buffer_arrive(
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_character_written_in_pieces_arrives_whole(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """Each piece was decoded alone: a character cut in two arrived as
+    two replacement characters."""
+    from testbed.pythons import require_python
+    text = u'h\u00e9 \u2713 \U0001f600 end\n'
+    with plasmid.Router() as router:
+        ctx = router.local(name='pieces', python_path=require_python(version))
+        ctx.call(logger_fns.write_bytes_to_stdout_a_byte_at_a_time, text)
+    assert from_context(caplog, 'pieces') == [
+        ('stdout', logging.INFO, text[:-1])]
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_output_without_line_ends_goes_in_pieces(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """It was all held until a line end or flush: memory without bound,
+    and one record that a large enough flood made too big to send."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='flood', python_path=require_python(version))
+        ctx.call(logger_fns.write_without_line_ends, u'12345678\r', 30000)
+    pieces = [text for origin, level, text in from_context(caplog, 'flood')]
+    assert u''.join(pieces) == u'12345678\r' * 30000
+    assert len(pieces) > 2
+    assert max(len(piece) for piece in pieces) < 2 * 65536
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_stdout_answers_as_a_text_stream_does(
         caplog: pytest.LogCaptureFixture, version: str) -> None:
     """reconfigure, name, mode, writable... raised AttributeError."""
