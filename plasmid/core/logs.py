@@ -165,7 +165,8 @@ class PipeReader(Pausable):
         self.forwarder = forwarder
         self.origin = origin
         self.rfd = rfd
-        self.partial = b''
+        self.partial = ''
+        self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
         self.closed = False
 
     def start(self):
@@ -179,24 +180,23 @@ class PipeReader(Pausable):
         if not data:
             self.close()
             return
-        lines = (self.partial + data).split(b'\n')
+        lines = (self.partial + self.decoder.decode(data)).split('\n')
         self.partial = lines.pop()
         if len(self.partial) > 65536:  # no line end in sight: a piece
             lines.append(self.partial)  # now, not all of it kept and
-            self.partial = b''  # copied again at each read
+            self.partial = ''  # copied again at each read
         for line in lines:
-            self.forwarder.send(self.origin, INFO,
-                                line.decode('utf-8', 'replace'))
+            self.forwarder.send(self.origin, INFO, line)
         self.forwarder.router.parent.hold(self)
 
     def close(self):
         if self.closed:
             return
         self.closed = True
+        self.partial += self.decoder.decode(b'', True)
         if self.partial:
-            self.forwarder.send(self.origin, INFO,
-                                self.partial.decode('utf-8', 'replace'))
-            self.partial = b''
+            self.forwarder.send(self.origin, INFO, self.partial)
+            self.partial = ''
         self.loop.remove_fd(self.rfd)
         os.close(self.rfd)
 

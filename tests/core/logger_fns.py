@@ -147,6 +147,13 @@ def flood(lines):
     return lines
 
 
+def write_to_fd_1(data):
+    """*data* on fd 1, as a subprocess would write it."""
+    import os
+    while data:
+        data = data[os.write(1, data):]
+
+
 def print_in_a_signal_handler_during_a_write():
     """A signal whose handler prints, coming while sys.stdout is in the
     middle of a write (its lock held)."""

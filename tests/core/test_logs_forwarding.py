@@ -227,6 +227,20 @@ def test_fd_output_without_line_ends_is_forwarded_in_pieces(
     assert len(pieces) > 20 and max(map(len, pieces)) <= 2 * 65536
 
 
+def test_fd_output_in_pieces_keeps_its_characters_whole(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A piece of a long line was decoded alone: where it cut a
+    character's UTF-8 bytes, both halves arrived as replacement marks."""
+    text = u'x' + u'\u00e9' * 300000  # each character's bytes at odd offsets
+    with plasmid.Router() as router:
+        ctx = router.local(name='cut')
+        ctx.call(logger_fns.write_to_fd_1, text.encode('utf-8'))
+    pieces = [text for origin, _, text in from_context(caplog, 'cut')
+              if origin == 'stdout']
+    assert len(pieces) > 1
+    assert u''.join(pieces) == text
+
+
 @pytest.mark.parametrize('func', [local_fns.print_lines,
                                   local_fns.system_lines],
                          ids=['print', 'subprocess'])
