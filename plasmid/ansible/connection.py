@@ -409,10 +409,15 @@ class Connection(ConnectionBase):
                 lambda: self._vanilla_plugin().exec_command(
                     cmd, in_data=in_data, sudoable=sudoable))
         except _SshFailed as exc:
-            if in_data is None or not self._vanilla_pipelines():
+            if not (in_data and self._vanilla_pipelines()):
                 raise
             said = exc.said
-        raise AnsibleConnectionFailure(
+        raise self._data_not_sent(said)
+
+    def _data_not_sent(self, said: str) -> AnsibleConnectionFailure:
+        """How vanilla's ssh plugin words a failure of a command it sent
+        data with (a pipelined module)."""
+        return AnsibleConnectionFailure(
             'Data could not be sent to remote host "%s". Make sure this '
             'host can be reached over ssh: %s' % (self._hostname(), said))
 
@@ -682,10 +687,8 @@ class Connection(ConnectionBase):
         ``exit -1``), unless the output shows a program's error."""
         _, out, err = result
         said = err.decode('utf-8', 'replace')
-        if in_data is not None and self._vanilla_pipelines():
-            raise AnsibleConnectionFailure(
-                'Data could not be sent to remote host "%s". Make sure this '
-                'host can be reached over ssh: %s' % (self._hostname(), said))
+        if in_data and self._vanilla_pipelines():
+            raise self._data_not_sent(said)
         if not any(words in out or words in err for words in _NOT_SSH_ERRORS):
             raise AnsibleConnectionFailure(
                 'Failed to connect to the host via ssh: %s' % _shown(

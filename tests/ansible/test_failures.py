@@ -190,6 +190,9 @@ EXIT_255 = """
     - name: a module's sys.exit(255)
       exit_255:
       ignore_unreachable: true
+    - name: a pipelined module's sys.exit(255)
+      exit_255_new_style:
+      ignore_unreachable: true
     - name: the host is still there
       command: id -un
 """
@@ -206,6 +209,10 @@ def test_an_exit_status_of_255_reads_as_ssh_s_as_in_vanilla(
     (tmp_path / 'library').mkdir()
     (tmp_path / 'library' / 'exit_255.py').write_text(
         '#!/usr/bin/python\nimport sys\nsys.exit(255)\n')
+    (tmp_path / 'library' / 'exit_255_new_style.py').write_text(
+        '#!/usr/bin/python\nimport sys\n'
+        'from ansible.module_utils.basic import AnsibleModule\n'
+        'AnsibleModule(argument_spec={})\nsys.exit(255)\n')
     vanilla, ours = run_both(ansible_bin, tmp_path, EXIT_255,
                              inventory(sshd, ansible_account))
     results = {r['task']: r for r in ours.results}
@@ -213,8 +220,11 @@ def test_an_exit_status_of_255_reads_as_ssh_s_as_in_vanilla(
         'status'] == 'failed'
     # Their messages are vanilla's (run_both compares them).
     for task in ("a command's 255", "a script's exit 255",
-                 "a module's sys.exit(255)"):
+                 "a module's sys.exit(255)",
+                 "a pipelined module's sys.exit(255)"):
         assert results[task]['status'] == 'unreachable', results[task]
+    assert 'Data could not be sent to remote host' in results[
+        "a pipelined module's sys.exit(255)"]['result']['msg']
     assert results['the host is still there']['status'] == 'ok'
 
 
