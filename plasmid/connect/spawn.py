@@ -137,8 +137,12 @@ def _grace(grace):
 
 def _python_c(python_path, code):
     encoded = base64.b64encode(zlib.compress(code.encode('ascii'), 9))
-    # binascii, not base64: base64 imports re (~6 ms of a start).
-    stub = ('import binascii,zlib;'
+    # binascii, not base64: base64 imports re (~6 ms of a start).  First,
+    # -c's '' (the working directory, which a sudo or su context keeps
+    # from its caller) leaves sys.path: anyone who can write there could
+    # name a file after a module we import and run as the new account.
+    stub = ('import sys;sys.path[:]=[p for p in sys.path if p];'
+            'import binascii,zlib;'
             'exec(zlib.decompress(binascii.a2b_base64("%s")))')
     if isinstance(python_path, string_types):  # unicode too, on 2.7
         python_path = [python_path]

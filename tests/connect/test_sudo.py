@@ -5,6 +5,7 @@ plasmid-b only with plasmid-a's own password, and to nobody not at all.
 """
 from __future__ import annotations
 
+import os
 import pwd
 import sys
 from typing import Iterator
@@ -52,6 +53,38 @@ def test_sudo_to_root_without_password(router, user_a) -> None:
     # The sudo process was started by plasmid-a's interpreter, not by us.
     assert len(router.streams) == 1
     assert root.info['pid'] == who['pid']
+
+
+# Planted where the login account can write, named after a module the
+# core imports: it must never run in a context, least of all as root.
+PLANTED = '''import os
+with open(%r, 'a') as f:
+    f.write('%%d\\n' %% os.getuid())
+raise ImportError('planted module ran')
+'''
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_a_module_planted_in_the_working_directory_never_runs(
+        sshd, router, tmp_path, version: str) -> None:
+    """python -c puts '' (the working directory) first on sys.path, and
+    sudo keeps its caller's: the login account's home here, where whoever
+    holds that account (but not the sudo password) could plant a module
+    the core imports and run as root at the next start."""
+    marker = tmp_path / 'ran'
+    os.chmod(tmp_path, 0o777)
+    planted = os.path.join(pwd.getpwnam(USER_A).pw_dir, 'threading.py')
+    with open(planted, 'w') as f:
+        f.write(PLANTED % str(marker))
+    try:
+        python = require_python(version)
+        login = router.ssh(python_path=python, **sshd.ssh_kwargs())
+        root = router.sudo(via=login, python_path=python)
+        assert root.call(connect_fns.identity)['uid'] == 0
+        assert root.call(os.getcwd) == pwd.getpwnam(USER_A).pw_dir
+    finally:
+        os.unlink(planted)
+    assert not marker.exists(), marker.read_text()
 
 
 def test_sudo_to_other_user_with_password(sshd, router, user_a) -> None:
