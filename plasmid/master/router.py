@@ -326,6 +326,21 @@ def _why_not_called_by_name(func: Any) -> Optional[str]:
     return None
 
 
+def _named(func: Any) -> str:
+    """*func* as a refusal names it: a function's or class's repr, but
+    only the type and name of anything else (a bound method, a partial, an
+    instance), whose repr shows objects' reprs: one may raise, run to
+    megabytes or hold secrets (os.environ.get's shows the environment)."""
+    if isinstance(func, (types.FunctionType, types.BuiltinFunctionType,
+                         type)):
+        return repr(func)
+    if isinstance(func, types.MethodType):
+        return '<bound method %s of a %s>' % (
+            getattr(func, '__qualname__', '?'),
+            type(func.__self__).__qualname__)
+    return 'an object of type %s' % type(func).__qualname__
+
+
 # The core router a thread is encoding a call for (see _own_reference).
 _SENDING = threading.local()
 
@@ -423,9 +438,10 @@ class MasterContext(Context):
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
                       reply_to: int) -> Message:
-        why = main_script.why_not_there(func)
+        # Refused here before the core's terse refusal, which shows repr().
+        why = main_script.why_not_there(func) or _why_not_called_by_name(func)
         if why is not None:
-            raise TypeError('cannot call %r: %s' % (func, why))
+            raise TypeError('cannot call %s: %s' % (_named(func), why))
         try:
             with _sending_through(self.router):
                 return super()._call_message(func, args, kwargs, reply_to)
@@ -434,7 +450,8 @@ class MasterContext(Context):
             if why is None:
                 raise
             # The core's refusal is terse (its words cost bootstrap bytes).
-            raise TypeError('cannot call %r: %s' % (func, why)) from None
+            raise TypeError('cannot call %s: %s' % (_named(func), why)) \
+                from None
         except StreamError as exc:
             if 'nested more than' not in str(exc):
                 raise

@@ -128,6 +128,20 @@ class Tools(object):
         return 'never called remotely'
 
 
+class ReprFails(Tools):
+    """An object whose repr raises."""
+
+    def __repr__(self):
+        raise RuntimeError('repr raised')
+
+
+class ReprShowsSecrets(Tools):
+    """An object whose repr is long and holds what must not be logged."""
+
+    def __repr__(self):
+        return 'secret-token ' * 100000
+
+
 # ------------------------------------------------------------ output
 
 def chatter(count, tag):

@@ -206,6 +206,23 @@ def test_unimportable_functions_fail_at_once(ctx: plasmid.Context,
     assert ctx.call(local_fns.recorded) == []
 
 
+@pytest.mark.parametrize('owner', [local_fns.ReprFails,
+                                   local_fns.ReprShowsSecrets])
+def test_a_refusal_names_a_method_without_its_objects_repr(
+        ctx: plasmid.Context, owner: type) -> None:
+    """The refusal showed repr(): one that raised replaced the TypeError,
+    one of megabytes made a message of megabytes (os.environ.get's held
+    every environment variable)."""
+    for func in (owner().instance_method, owner()):
+        for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
+            with pytest.raises(TypeError) as info:
+                send(func)
+            said = str(info.value)
+            assert owner.__name__ in said and 'secret' not in said
+            assert len(said) < 300
+    assert ctx.call(local_fns.recorded) == []
+
+
 def test_unsupported_argument_type(ctx: plasmid.Context) -> None:
     for send in (ctx.call, ctx.call_async, ctx.call_no_reply):
         with pytest.raises(plasmid.Error) as info:
