@@ -59,6 +59,7 @@ LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
 # How long a link whose program has exited may still deliver what the
 # program wrote before it ends by itself (see ExitWatch).
 EXITED_LINK_WAIT = 0.25
+STDERR_KEPT = 65536  # bytes of a start's stderr kept to quote: its last
 EXIT_POLL = 1.0  # where no pidfd tells of the exit, how often to ask
 # A start's stages, each bounded by connect_timeout afresh: reaching the
 # new Python, then booting it (Handshake.run).
@@ -80,7 +81,8 @@ PROMPT_AFTER_HAND_OVER = (
 # first stage's code (sudo quotes it in a refusal), and the base64 words of
 # the core and BOOT (a shell that cannot run the command, fish for one,
 # echoes all of it: some 22 KB).
-BOOTSTRAP_TEXT = re.compile(r"\S*-c'? '?import binascii,zlib;exec\S*|"
+BOOTSTRAP_TEXT = re.compile(r"\S*-c'? '?import sys;\S*import binascii,zlib;"
+                            r"exec\S*|"
                             r"'?[A-Za-z0-9+/]{200,}={0,2}'?")
 
 # READY is spelt out as a bytes literal, not with %r: a Python 2
@@ -141,7 +143,8 @@ def _python_c(python_path, code):
     # -c's '' (the working directory, which a sudo or su context keeps
     # from its caller) leaves sys.path: anyone who can write there could
     # name a file after a module we import and run as the new account.
-    stub = ('import sys;sys.path[:]=[p for p in sys.path if p];'
+    # Errors show it as <bootstrap>: keep BOOTSTRAP_TEXT in step.
+    stub = ('import sys;sys.path[:]=filter(None,sys.path);'
             'import binascii,zlib;'
             'exec(zlib.decompress(binascii.a2b_base64("%s")))')
     if isinstance(python_path, string_types):  # unicode too, on 2.7
@@ -399,10 +402,16 @@ class Handshake(object):
             self.open.discard(fd)
             return None
         if fd == self.proc.stderr:
-            self.stderr += data
+            self._keep_stderr(data)
         if fd == self._prompt_fds()[0]:
             self._check_prompt(data)
         return None
+
+    def _keep_stderr(self, data):
+        """Its last STDERR_KEPT bytes: what a failure quotes (a program
+        that says much while it starts is not copied whole at each read,
+        nor quoted whole)."""
+        self.stderr = (self.stderr + data)[-STDERR_KEPT:]
 
     def _fail_ending(self, if_running):
         """Fail a start that broke off (stdout closed, stdin refused):
@@ -430,7 +439,7 @@ class Handshake(object):
                 data = b''
             if not data:
                 return
-            self.stderr += data
+            self._keep_stderr(data)
             if remaining <= 0:
                 return  # one read past the deadline, not a stream of them
 

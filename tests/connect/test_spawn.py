@@ -194,6 +194,21 @@ def test_failed_ssh_connect_leaks_no_fd_and_no_zombie() -> None:
         assert _children() == children
 
 
+def test_a_start_keeps_only_the_last_of_a_flood_of_stderr(tmp_path) -> None:
+    """All of it was kept, copied whole at each read (a start that wrote
+    250 MiB spent its whole timeout copying), and quoted whole."""
+    noisy = tmp_path / 'noisy-python'
+    noisy.write_text('#!/bin/sh\nyes x | head -c 4000000 >&2\n'
+                     'echo " the last words" >&2\nexit 3\n')
+    noisy.chmod(0o755)
+    with plasmid.Router() as router:
+        with pytest.raises(plasmid.ConnectError) as info:
+            router.local(python_path=str(noisy))
+    said = str(info.value)
+    assert 'the last words' in said
+    assert 'x x x' in said and len(said) < spawn.STDERR_KEPT + 2000
+
+
 def test_timeout_message_names_the_timeout() -> None:
     with plasmid.Router() as router:
         with pytest.raises(plasmid.ConnectError) as info:
