@@ -21,15 +21,16 @@ from typing import Dict, Iterable, List, Optional
 
 from plasmid.core.context import Context, Future
 from plasmid.files import relay
-from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Path,
-                                    answer_by, check_arguments,
-                                    chunk_within_budget, remote_path_of,
+from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures,
+                                    LocalPath, Path, answer_by,
+                                    check_arguments, chunk_within_budget,
+                                    local_path_of, remote_path_of,
                                     temp_beside, unique_contexts)
 
 Node = list  # [context, here, below]: see plasmid.files.relay
 
 
-def broadcast_file(contexts: Iterable[Context], local_path: Path,
+def broadcast_file(contexts: Iterable[Context], local_path: LocalPath,
                    remote_path: Path, mode: Optional[int] = None,
                    chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
                    timeout: Optional[float] = None) -> int:
@@ -48,7 +49,7 @@ def broadcast_file(contexts: Iterable[Context], local_path: Path,
     remote_path = remote_path_of(remote_path)
     check_arguments(mode, chunk_size, window, timeout)
     temp = temp_beside(remote_path)
-    with open(local_path, 'rb') as source:
+    with open(local_path_of(local_path), 'rb') as source:
         if not targets:
             return os.fstat(source.fileno()).st_size
         plan = plan_for(targets)

@@ -9,16 +9,16 @@ source that fails does not stop the others.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, Dict, Iterable, List, Optional, Union
 
 from plasmid.core.context import Context
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Fetch,
-                                    Path, check_arguments,
+                                    LocalPath, Path, check_arguments,
                                     chunk_within_budget, deadline_after,
-                                    remote_path_of, unique_contexts)
+                                    local_path_of, remote_path_of,
+                                    unique_contexts)
 
-Destination = Union[Path, Callable[[Context], Path]]
+Destination = Union[LocalPath, Callable[[Context], LocalPath]]
 
 
 def gather_file(contexts: Iterable[Context], remote_path: Path,
@@ -28,7 +28,8 @@ def gather_file(contexts: Iterable[Context], remote_path: Path,
     """Copy the file *remote_path* in each of *contexts* to a file here:
     *local_path* with ``{name}`` and ``{id}`` replaced by the context's
     name and id (``'logs/{name}.log'``), or what *local_path* returns
-    when called with the context.  Return each context's file size.
+    when called with the context (a str, bytes or path object, as
+    :func:`plasmid.fetch_file` takes).  Return each context's file size.
 
     *chunk_size*, *window* and *timeout* are as for
     :func:`plasmid.fetch_file`; many contexts get smaller chunks, so that
@@ -92,22 +93,33 @@ def _take_turns(fetches: Dict[Context, Fetch],
 
 def _destinations(sources: List[Context],
                   local_path: Destination) -> Dict[Context, str]:
-    """Each source's local file; two sources may not share one."""
-    if not callable(local_path) and not isinstance(os.fspath(local_path),
-                                                   str):
-        raise TypeError('local_path must be a str, a path object or a '
-                        'function of the context, not %r' % (local_path,))
+    """Each source's local file, as text (bytes decoded as os.fsdecode
+    does: a function's bytes failed in the copy, as an AttributeError);
+    two sources may not share one."""
+    if not callable(local_path):
+        local_path = _template_of(local_path)
     paths = {}
     for context in sources:
         if callable(local_path):
             path = local_path(context)
         else:
-            path = _filled_in(os.fspath(local_path), context)
-        paths[context] = os.fspath(path)
+            path = _filled_in(local_path, context)
+        paths[context] = local_path_of(path)
     if len(set(paths.values())) < len(paths):
         raise ValueError('gather_file would write the files of two contexts '
                          'to one path: put {name} or {id} in local_path')
     return paths
+
+
+def _template_of(local_path: LocalPath) -> str:
+    """*local_path*, not a function, as text; anything else refused
+    naming what it may be."""
+    try:
+        return local_path_of(local_path)
+    except TypeError:
+        raise TypeError('local_path must be a str, bytes, a path object or '
+                        'a function of the context, not %r'
+                        % (local_path,)) from None
 
 
 def _filled_in(template: str, context: Context) -> str:

@@ -160,11 +160,14 @@ def put_whole(temp, path, data, mode):
 
 
 def discard(temp):
-    """Remove what a failed transfer left; nothing there is fine."""
+    """Remove what a failed transfer left; nothing there is fine.  Never
+    raises: it runs as a failure is raised, and a name the system refuses
+    (a NUL: TypeError on Python 2, ValueError on 3) took that failure's
+    place."""
     _BROKEN.discard(temp)
     try:
         os.unlink(native(temp))
-    except OSError:
+    except Exception:
         pass
 
 
@@ -172,14 +175,21 @@ def read(path, offset, size):
     """*size* bytes of *path* from *offset*: fewer only at its end."""
     fd = os.open(native(path), os.O_RDONLY)
     try:
-        os.lseek(fd, offset, os.SEEK_SET)
-        pieces = []
-        while size > 0:
-            piece = os.read(fd, size)
-            if not piece:
-                break
-            pieces.append(piece)
-            size -= len(piece)
-        return b''.join(pieces)
+        return _read_at(fd, offset, size)
+    except OSError as exc:  # a directory opens, and its read names no file
+        exc.filename = path
+        raise
     finally:
         os.close(fd)
+
+
+def _read_at(fd, offset, size):
+    os.lseek(fd, offset, os.SEEK_SET)
+    pieces = []
+    while size > 0:
+        piece = os.read(fd, size)
+        if not piece:
+            break
+        pieces.append(piece)
+        size -= len(piece)
+    return b''.join(pieces)

@@ -24,7 +24,10 @@ from plasmid.core.context import Context, Future
 from plasmid.core.errors import Error, TimeoutError
 from plasmid.files import remote
 
-Path = Union[str, 'os.PathLike[str]']
+Path = Union[str, 'os.PathLike[str]']  # a remote path
+# A local one may be bytes too, as open() takes: decoded as os.fsdecode
+# does (a name beyond UTF-8 kept, escaped), the same in all four copies.
+LocalPath = Union[str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 CHUNK_SIZE = 4 << 20   # bytes per call: a few per window fill a fast link
 WINDOW = 4             # chunks on their way at most, per copy
 # Bytes of chunks one process may hold on their way in a copy to or from
@@ -64,7 +67,7 @@ class CopyFailures(Error):
         return '\n'.join(lines)
 
 
-def put_file(context: Context, local_path: Path, remote_path: Path,
+def put_file(context: Context, local_path: LocalPath, remote_path: Path,
              mode: Optional[int] = None, chunk_size: int = CHUNK_SIZE,
              window: int = WINDOW, timeout: Optional[float] = None) -> int:
     """Copy the file *local_path* here to *remote_path* in *context*;
@@ -81,7 +84,7 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
     check_arguments(mode, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
     temp = temp_beside(remote_path)
-    with open(local_path, 'rb') as source:
+    with open(local_path_of(local_path), 'rb') as source:
         first = source.read(chunk_size)
         if len(first) < chunk_size:
             return context.call_async(remote.put_whole, temp, remote_path,
@@ -95,11 +98,12 @@ def put_file(context: Context, local_path: Path, remote_path: Path,
             raise
 
 
-def fetch_file(context: Context, remote_path: Path, local_path: Path,
+def fetch_file(context: Context, remote_path: Path, local_path: LocalPath,
                chunk_size: int = CHUNK_SIZE, window: int = WINDOW,
                timeout: Optional[float] = None) -> int:
     """Copy the file *remote_path* in *context* to *local_path* here;
-    return its size.  A new local file gets 0o666 less this process's
+    return its size.  *local_path* may be bytes too (decoded as
+    os.fsdecode does).  A new local file gets 0o666 less this process's
     umask; one replaced keeps its mode.  Errors on the target raise
     :class:`plasmid.CallError`, an answer that takes longer than *timeout*
     seconds :class:`plasmid.TimeoutError`; *local_path* is then
@@ -108,8 +112,8 @@ def fetch_file(context: Context, remote_path: Path, local_path: Path,
     remote_path = remote_path_of(remote_path)
     check_arguments(None, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
-    fetch = Fetch(context, remote_path, os.fspath(local_path), chunk_size,
-                  window, timeout)
+    fetch = Fetch(context, remote_path, local_path_of(local_path),
+                  chunk_size, window, timeout)
     try:
         while not fetch.step(deadline_after(timeout)):
             pass
@@ -134,11 +138,26 @@ def check_context(context: Any, caller: str) -> None:
 
 
 def remote_path_of(path: Path) -> str:
-    """*path* as text: a str or a path object (``PurePosixPath``)."""
+    """*path* as text: a str or a path object (``PurePosixPath``).  A NUL
+    is refused here, as open() refuses it in a local path: sent, it failed
+    on the target, and on Python 2 as a TypeError from the clean-up."""
     path = os.fspath(path)
     if not isinstance(path, str) or not path:
         raise TypeError('a remote path must be a non-empty str or path '
                         'object, not %r' % (path,))
+    if '\0' in path:
+        raise ValueError('a remote path may not contain a NUL byte: %r'
+                         % (path,))
+    return path
+
+
+def local_path_of(path: LocalPath) -> str:
+    """*path* as text: a str, bytes (decoded as os.fsdecode does) or a path
+    object; a NUL refused before anything moves, as open() would."""
+    path = os.fsdecode(path)
+    if '\0' in path:
+        raise ValueError('a local path may not contain a NUL byte: %r'
+                         % (path,))
     return path
 
 

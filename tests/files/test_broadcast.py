@@ -267,6 +267,17 @@ def test_no_contexts_copies_nothing(tmp_path) -> None:
         plasmid.broadcast_file([], tmp_path / 'missing', 'copy')
 
 
+def test_a_local_path_may_be_bytes(router, tmp_path) -> None:
+    """As for put_file, fetch_file and gather_file (a name beyond UTF-8
+    too)."""
+    target = working_in(router.local(), tmp_path / 'there')
+    source = os.fsencode(tmp_path) + b'/h\xffre'
+    with open(source, 'wb') as f:
+        f.write(b'data')
+    assert plasmid.broadcast_file([target], source, 'copy') == 4
+    assert (tmp_path / 'there' / 'copy').read_bytes() == b'data'
+
+
 @pytest.mark.parametrize('contexts', ['a context', ['a name']])
 def test_anything_but_a_list_of_contexts_is_refused(router, tmp_path,
                                                     contexts) -> None:

@@ -151,9 +151,39 @@ def test_a_destination_naming_other_fields_is_refused(
     assert os.listdir(tmp_path) == ['src']
 
 
-def test_a_destination_of_bytes_is_refused(router, tmp_path) -> None:
-    with pytest.raises(TypeError, match='local_path must be'):
-        plasmid.gather_file([router.local()], 'data', b'/tmp/{name}')
+@pytest.mark.parametrize('named_by', ['template', 'function'])
+def test_a_destination_may_be_bytes(router, tmp_path, named_by) -> None:
+    """As fetch_file's, put_file's and open()'s: a template of bytes was
+    refused, and a function's bytes failed each copy with an
+    AttributeError ("'bytes' object has no attribute 'encode'")."""
+    source = serving(router.local(name='src'), tmp_path / 'src', b'x')
+    here = os.fsencode(tmp_path) + b'/got-'
+    if named_by == 'template':
+        destination = here + b'{name}'
+    else:
+        destination = lambda context: here + context.name.encode()
+    assert plasmid.gather_file([source], 'data', destination) == {source: 1}
+    assert (tmp_path / 'got-src').read_bytes() == b'x'
+    assert sorted(os.listdir(tmp_path)) == ['got-src', 'src']
+
+
+@pytest.mark.parametrize('destination, error', [
+    (42, TypeError), (lambda context: None, TypeError),
+    ('/tmp/a\x00{name}', ValueError), (lambda context: b'a\x00b', ValueError)])
+def test_a_destination_that_is_no_path_is_refused(router, tmp_path,
+                                                  destination, error) -> None:
+    """Before anything moves: a function's answer too."""
+    source = serving(router.local(), tmp_path / 'src', b'x')
+    with pytest.raises(error):
+        plasmid.gather_file([source], 'data', destination)
+    assert os.listdir(tmp_path) == ['src']
+
+
+def test_a_nul_in_the_remote_path_is_refused(router, tmp_path) -> None:
+    source = serving(router.local(), tmp_path / 'src', b'x')
+    with pytest.raises(ValueError, match='a remote path may not contain'):
+        plasmid.gather_file([source], 'da\x00ta', str(tmp_path / '{name}'))
+    assert os.listdir(tmp_path) == ['src']
 
 
 def test_no_contexts_copy_nothing(tmp_path) -> None:

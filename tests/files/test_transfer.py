@@ -267,6 +267,81 @@ def test_a_fetch_into_a_missing_folder_names_the_path_given(
 
 
 @pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_fetch_of_a_directory_names_it(router, tmp_path, version) -> None:
+    """It opens, and the read fails: that said "[Errno 21] Is a
+    directory" and no path, where every other failure names one."""
+    ctx = router.local(python_path=version and require_python(version))
+    folder = tmp_path / 'a-dir'
+    folder.mkdir()
+    with pytest.raises(plasmid.CallError) as caught:
+        plasmid.fetch_file(ctx, str(folder), tmp_path / 'fetched')
+    assert caught.value.type_name == ('OSError' if version == '2.7'
+                                      else 'IsADirectoryError')
+    assert "Is a directory: '%s'" % folder in caught.value.message
+    assert sorted(os.listdir(tmp_path)) == ['a-dir']
+
+
+@pytest.mark.parametrize('copy', ['put_file', 'fetch_file'])
+def test_a_local_path_may_be_bytes(router, tmp_path, copy) -> None:
+    """As open() takes it, and decoded as the system does (a name beyond
+    UTF-8 too); a fetch failed with "'bytes' object has no attribute
+    'encode'" (making its temporary file's name)."""
+    ctx = router.local()
+    there = tmp_path / 'there'
+    there.write_bytes(b'data')
+    here = os.fsencode(tmp_path) + b'/h\xffre'
+    if copy == 'put_file':
+        with open(here, 'wb') as f:
+            f.write(b'data')
+        assert plasmid.put_file(ctx, here, str(tmp_path / 'copy')) == 4
+        assert (tmp_path / 'copy').read_bytes() == b'data'
+    else:
+        assert plasmid.fetch_file(ctx, str(there), here) == 4
+        with open(here, 'rb') as f:
+            assert f.read() == b'data'
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize('copy', ['put_file', 'fetch_file'])
+def test_a_nul_in_a_path_is_refused_before_anything_is_sent(
+        router, tmp_path, copy) -> None:
+    """In a remote path too, as open() refuses it in a local one: sent to
+    Python 2 it failed as the clean-up's TypeError ("remove() argument 1
+    must be encoded string without null bytes")."""
+    counted = CountingContext(router.local(python_path=require_python('2.7')))
+    (tmp_path / 'source').write_bytes(b'small')
+    nul = str(tmp_path / 'a\x00b')
+    for side in ('remote', 'local'):
+        paths = {'local': tmp_path / 'source', 'remote': str(tmp_path / 'b')}
+        paths[side] = nul
+        with pytest.raises(ValueError, match='a %s path may not contain a '
+                           'NUL byte' % side):
+            if copy == 'put_file':
+                plasmid.put_file(counted, paths['local'], paths['remote'])
+            else:
+                plasmid.fetch_file(counted, paths['remote'], paths['local'])
+    assert counted.calls == []
+    assert sorted(os.listdir(tmp_path)) == ['source']
+
+
+def test_a_failed_clean_up_leaves_the_failure_as_it_was(router,
+                                                        tmp_path) -> None:
+    """A name the system refuses (a NUL, past the master's check): the
+    write's error, not the discard's (Python 2: "remove() argument 1 must
+    be encoded string without null bytes"; here a ValueError, as a fetch's
+    clean-up)."""
+    ctx = router.local(python_path=require_python('2.7'))
+    nul = str(tmp_path / 'a\x00b')
+    with pytest.raises(plasmid.CallError) as caught:
+        ctx.call(remote.put_whole, nul + '.temp', nul, b'data', None)
+    assert caught.value.type_name == 'TypeError'
+    assert caught.value.message.startswith('lstat()')  # the check's
+    assert ctx.call(remote.discard, nul + '.temp') is None
+    assert remote.discard(nul + '.temp') is None
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_name_as_long_as_the_system_allows(router, tmp_path,
                                              version) -> None:
     """A temporary name made of the whole destination's name (42 bytes
@@ -340,7 +415,8 @@ def test_through_an_intermediary(router, tmp_path) -> None:
     ({'mode': '0644'}, ValueError), ({'mode': 0o10000}, ValueError),
     ({'mode': True}, ValueError), ({'chunk_size': 0}, ValueError),
     ({'window': 1.5}, ValueError), ({'remote_path': ''}, TypeError),
-    ({'remote_path': b'/tmp/x'}, TypeError), ({'timeout': 0}, ValueError),
+    ({'remote_path': b'/tmp/x'}, TypeError),
+    ({'remote_path': '/tmp/a\x00b'}, ValueError), ({'timeout': 0}, ValueError),
     ({'timeout': -1}, ValueError), ({'timeout': '1'}, ValueError),
     ({'timeout': True}, ValueError),
 ])
