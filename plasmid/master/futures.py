@@ -29,12 +29,16 @@ def checked_timeout(timeout: Any, what: str = 'timeout') -> Optional[float]:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError('%s must be None or a number of seconds, not %r'
                         % (what, timeout))
-    if math.isnan(timeout):
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an int past float's range: as infinity is
+        seconds = math.inf if timeout > 0 else -math.inf
+    if math.isnan(seconds):
         raise ValueError('%s must be None or a number of seconds, not nan'
                          % what)
-    if math.isinf(timeout):
-        return None if timeout > 0 else 0.0
-    return max(0.0, float(timeout))
+    if math.isinf(seconds):
+        return None if seconds > 0 else 0.0
+    return max(0.0, seconds)
 
 
 def wait_in_pieces(wait: Callable[[Optional[float]], Any],

@@ -20,9 +20,12 @@ def ctx():
         yield router.local(name='futures')
 
 
-@pytest.mark.parametrize('timeout', [float('inf'), 1e10, 30 * 86400])
+@pytest.mark.parametrize('timeout', [float('inf'), 1e10, 30 * 86400,
+                                     10 ** 400],
+                         ids=['inf', '1e10', 'a month', '10**400'])
 def test_a_long_timeout_waits_as_none_would(ctx, timeout) -> None:
-    """poll() takes at most ~24.8 days: these raised OverflowError."""
+    """poll() takes at most ~24.8 days: these raised OverflowError (an int
+    past float's range did so in the check itself)."""
     assert ctx.call_async(os.getpid).result(timeout=timeout) == \
         ctx.info['pid']
     done = list(plasmid.as_completed([ctx.call_async(os.getpid)],

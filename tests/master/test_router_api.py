@@ -591,6 +591,16 @@ def test_a_shutdown_timeout_that_is_no_number_is_refused(
     assert not ctx.is_alive()
 
 
+def test_a_shutdown_timeout_past_float_s_range_is_no_limit() -> None:
+    """An int too large for a float raised OverflowError."""
+    with plasmid.Router(shutdown_timeout=10 ** 400) as router:
+        ctx = router.local()
+        ctx.shutdown(timeout=10 ** 400)
+        assert not ctx.is_alive()
+        router.local().shutdown(timeout=-10 ** 400)  # a deadline passed
+    assert router.closed
+
+
 def test_a_function_of_a_main_without_source_fails_at_once(tmp_path) -> None:
     """python -c (or stdin, or a REPL) leaves nothing the context could
     import: the call fails here, naming why, not remotely with an
