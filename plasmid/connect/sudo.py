@@ -28,10 +28,41 @@ PROMPT_TEXT = 'plasmid-sudo-password:'
 ANSWER_ONLY_THE_PROGRAM = True
 PROMPT = re.compile(re.escape(PROMPT_TEXT).encode('ascii'))
 REFUSALS = []
+# sudo's one-letter options that take a value ("-u root", "-uroot").
+TAKES_VALUE = 'aCcDghpRrTtUu'
+# Options under which sudo does not run our command in the foreground on
+# its own input and output: the start failed late (-b: calls went through
+# until the backgrounded Python lost its link) or strangely.
+REFUSED_FLAGS = {
+    'b': 'runs the command in the background, away from its pipes',
+    'e': 'edits files instead of running a command',
+    'l': 'lists privileges instead of running a command',
+    'v': 'refreshes credentials instead of running a command',
+    'K': 'removes credentials instead of running a command',
+    'V': 'prints the version and exits',
+}
+LONG_FLAGS = {'--background': 'b', '--edit': 'e', '--list': 'l',
+              '--validate': 'v', '--remove-timestamp': 'K',
+              '--version': 'V'}
 
 
 def default_name(spec):
     return 'sudo.%s' % (spec.get('username') or 'root')
+
+
+def refusal(sudo_args):
+    """Why *sudo_args* cannot carry a context (a sentence), or None."""
+    from plasmid.connect.options import short_flags  # the master's only
+    options = sudo_args[:sudo_args.index('--') if '--' in sudo_args
+                        else None]
+    for word in options:
+        letter = LONG_FLAGS.get(word.split('=')[0])
+        if letter:
+            return '%s %s' % (word, REFUSED_FLAGS[letter])
+    for letter, word in short_flags(sudo_args, TAKES_VALUE):
+        if letter in REFUSED_FLAGS:
+            return '%s %s' % (word, REFUSED_FLAGS[letter])
+    return None
 
 
 def argv(spec, boot_argv):

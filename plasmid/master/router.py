@@ -22,7 +22,7 @@ from typing import (Any, Callable, Iterator, Mapping, Optional, Sequence,
                     Union)
 
 from plasmid.connect import context_log, spawn, ssh as ssh_method, \
-    su as su_method, watchdog
+    su as su_method, sudo as sudo_method, watchdog
 from plasmid.core import codec
 from plasmid.core.context import MAIN_ALIAS, Context, Future
 from plasmid.core.errors import (CallError, ConnectError, ContextLost,
@@ -702,7 +702,8 @@ class Router:
                            username=_checked_user_name(username),
                            password=_checked_password(password),
                            python_path=self._python(python_path, via),
-                           sudo_args=_checked_args('sudo_args', sudo_args),
+                           sudo_args=_checked_args('sudo_args', sudo_args,
+                                                   sudo_method.refusal),
                            sudo_path=_checked_program('sudo_path', sudo_path),
                            set_home=_checked_flag('set_home',
                                                    set_home),

@@ -14,6 +14,7 @@ import pytest
 
 import connect_fns
 import plasmid
+from plasmid.connect import sudo as sudo_method
 from testbed.pythons import require_python
 
 USER_A = 'plasmid-a'
@@ -85,6 +86,26 @@ def test_a_module_planted_in_the_working_directory_never_runs(
     finally:
         os.unlink(planted)
     assert not marker.exists(), marker.read_text()
+
+
+@pytest.mark.parametrize('args,named', [
+    (['-b'], '-b'), (['-E', '-b'], '-b'), (['-Eb'], '-Eb'),
+    (['--background'], '--background'), (['-l'], '-l'), (['-e'], '-e'),
+    (['--validate'], '--validate')])
+def test_options_that_keep_sudo_from_running_the_context_are_refused(
+        router, args, named) -> None:
+    """sudo -b "started", answered a call or two, then lost its link."""
+    with pytest.raises(ValueError) as raised:
+        router.sudo(sudo_args=args, connect_timeout=60)
+    assert str(raised.value).startswith('sudo_args: %s ' % named), \
+        raised.value
+    assert router.streams == []
+
+
+def test_sudo_values_and_words_after_double_dash_are_no_options() -> None:
+    assert sudo_method.refusal(['-u', '-b']) is None  # -b is the user
+    assert sudo_method.refusal(['--', '-b']) is None
+    assert sudo_method.refusal(['-E', '-H', '-n', '-i', '-s']) is None
 
 
 def test_sudo_to_other_user_with_password(sshd, router, user_a) -> None:
