@@ -111,21 +111,32 @@ def _check_depth(depth):
                           'containers deep' % (MAX_DEPTH - 1))
 
 
+# The count is of what iteration gives, filled in after: a subclass whose
+# len() says otherwise made a malformed frame.
+
 def _sequence_encoder(tag):
     def encode(value, out, depth):
         _check_depth(depth)
-        out.append(tag + _COUNT.pack(len(value)))
+        at = len(out)
+        out.append(tag)
+        count = 0
         for item in value:
             _encode(item, out, depth + 1)
+            count += 1
+        out[at] = tag + _COUNT.pack(count)
     return encode
 
 
 def _enc_dict(value, out, depth):
     _check_depth(depth)
-    out.append(b'd' + _COUNT.pack(len(value)))
+    at = len(out)
+    out.append(b'd')
+    count = 0
     for key, item in value.items():
         _encode(key, out, depth + 1)
         _encode(item, out, depth + 1)
+        count += 1
+    out[at] = b'd' + _COUNT.pack(count)
 
 
 def _enc_error(value, out, depth):

@@ -162,6 +162,29 @@ def test_subclasses_travel_as_their_base_type(value: Any, base: type) -> None:
     assert got == value
 
 
+class Hiding(dict):
+    """A realistic pattern: items() leaves private keys out."""
+
+    def items(self):
+        return [(k, v) for k, v in dict.items(self) if not k.startswith('_')]
+
+
+class Miscounted(list):
+    def __len__(self):
+        return 1
+
+
+def test_a_subclass_whose_len_disagrees_with_its_items_sends_its_items(
+        ) -> None:
+    """The count came from len(), the items from iteration: the frame
+    was malformed, and the receiver refused it ("value runs past the end
+    of its frame", "trailing bytes after value")."""
+    assert decode(encode(Hiding(a=1, _secret=2))) == {'a': 1}
+    assert decode(encode(Miscounted([1, 2, 3]))) == [1, 2, 3]
+    assert decode(encode([Hiding(b=2, _c=3), (Miscounted('xy'),)])) == \
+        [{'b': 2}, (['x', 'y'],)]
+
+
 def test_subclassed_errors_travel_as_the_plasmid_error() -> None:
     class AppLost(ContextLost):
         pass

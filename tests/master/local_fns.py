@@ -83,8 +83,8 @@ class AttrDict(dict):
 
 
 class BrokenList(list):
-    def __len__(self):
-        raise RuntimeError('no length today')
+    def __iter__(self):
+        raise RuntimeError('no items today')
 
 
 def return_attr_dict():

@@ -277,9 +277,9 @@ def test_a_value_whose_own_methods_fail_is_refused_not_fatal(
     """An exception other than StreamError out of encoding a reply ended
     the context's main thread."""
     with pytest.raises(plasmid.CallError,
-                       match='could not be sent.*no length today'):
+                       match='could not be sent.*no items today'):
         ctx.call(local_fns.return_broken_list)
-    with pytest.raises(plasmid.Error, match='no length today'):
+    with pytest.raises(plasmid.Error, match='no items today'):
         ctx.call(local_fns.echo, local_fns.BrokenList([1]))
     assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
 
