@@ -665,6 +665,7 @@ def _connect(router, spec, blob, method, tty, watch_boot, on_process,
         if unsent:
             stream.send(unsent)  # a core read from stdin: ahead of all
         router.loop.defer(watch_boot, stream)
+    stream.context_id = spec['context_id']  # whose program it holds
     router.add_child(stream, spec['context_id'])
     router.loop.defer(stream.start)
     if proc.stderr is not None:
@@ -840,6 +841,19 @@ def stop_child(context_id):
     router = child.current.router
     if context_id in router.routes:
         router.send_value(context_id, SHUTDOWN, None)
+
+
+def kill_child(context_id):
+    """Called in an intermediary: kill the program of its own child
+    *context_id* (not a deeper one's hop), whose shutdown timed out (busy
+    in code that never lets its loop run); return whether there was one."""
+    from plasmid.core import child
+    for stream in list(child.current.children):
+        if getattr(stream, 'context_id', None) == context_id and \
+                stream.process is not None:
+            stream.process.kill()
+            return True
+    return False
 
 
 def connect_child(spec):

@@ -25,7 +25,7 @@ from plasmid.connect import context_log, spawn, ssh as ssh_method, \
     su as su_method, sudo as sudo_method, watchdog
 from plasmid.core import codec
 from plasmid.core.context import MAIN_ALIAS, Context, Future
-from plasmid.core.errors import (CallError, ConnectError, ContextLost,
+from plasmid.core.errors import (CallError, ConnectError, ContextLost, Error,
                                   StreamError, TimeoutError)
 from plasmid.core.framing import DEFAULT_MAX_MESSAGE, Message
 from plasmid.core.loop import Loop
@@ -504,11 +504,11 @@ class MasterContext(Context):
         try:
             super().shutdown(wait=wait, timeout=timeout)
         except TimeoutError:
-            if self.stream is None or not self.stream.process:
-                raise  # started via another context: not ours to kill
-            # Still busy at the timeout, like Router.shutdown: kill our
-            # process; its stream then closes and it is lost at once.
-            self.stream.process.kill()
+            # Still busy at the timeout, like Router.shutdown: kill its
+            # process (ours, or the intermediary's that started it); its
+            # stream then closes and it is lost at once.
+            if not self._kill():
+                raise
             try:
                 super().shutdown(wait=True, timeout=spawn.REAP_TIMEOUT)
             except ContextLost:
@@ -516,6 +516,23 @@ class MasterContext(Context):
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)
+
+
+    def _kill(self) -> bool:
+        """Kill this context's process: ours for a direct child, else by
+        a call to the intermediary that started it (which fails in turn if
+        that one is busy or gone).  Whether it was killed."""
+        if self.stream is not None and self.stream.process:
+            self.stream.process.kill()
+            return True
+        if self.via is None:
+            return False
+        try:
+            return bool(self.via.call_async(spawn.kill_child,
+                                            self.context_id).result(
+                timeout=spawn.REAP_TIMEOUT))
+        except Error:
+            return False
 
 
 class MasterCore(CoreRouter):

@@ -100,6 +100,11 @@ def busy_loop():
         pass
 
 
+def busy_in_c():
+    """Hours in C code that never lets another thread run."""
+    return sum(range(10 ** 13))
+
+
 def sleep_then(seconds, value):
     time.sleep(seconds)
     return value

@@ -504,6 +504,24 @@ def test_shutdown_of_a_busy_via_context(router: plasmid.Router) -> None:
     assert top.call(local_fns.echo, 'alive') == 'alive'
 
 
+def test_shutdown_of_a_via_context_stuck_in_c_code(
+        router: plasmid.Router) -> None:
+    """Its loop cannot run to take the SHUTDOWN: a direct child is killed
+    at the timeout, but one started via another was left running, and the
+    shutdown raised TimeoutError.  Its intermediary kills it now."""
+    top = router.local(name='top')
+    below = router.local(name='stuck-below', via=top)
+    pid = below.info['pid']
+    stuck = below.call_async(local_fns.busy_in_c)
+    time.sleep(0.2)  # well into it
+    below.shutdown(timeout=1.0)
+    assert not below.is_alive()
+    assert wait_gone([pid], LOST_WITHIN) == set()
+    with pytest.raises(plasmid.ContextLost):
+        stuck.result(timeout=LOST_WITHIN)
+    assert top.call(local_fns.echo, 'alive') == 'alive'
+
+
 def test_shutting_down_an_intermediary_whose_child_is_busy(
         router: plasmid.Router, caplog) -> None:
     """The idle intermediary waits for the child it told to stop; before,
