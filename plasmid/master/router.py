@@ -673,8 +673,8 @@ class Router:
         (ServerAlive options in *ssh_args* win either way).  The
         *password* is typed at a prompt ending in "password:" or
         "passphrase:" (any case; nothing after it, no line break: a line
-        of a banner or ``.bashrc`` that ends so is no prompt), or with *password_prompt* given, at any
-        output that contains that text.  *prompt_timeout*, with a
+        of a banner or ``.bashrc`` that ends so is no prompt), or with
+        *password_prompt* given, at any output that contains that text.  *prompt_timeout*, with a
         password: seconds the start may wait once ssh has written on its
         terminal something that is not that prompt (another prompt) and
         fallen silent; then it fails, naming what ssh wrote (see
