@@ -2,6 +2,7 @@
 (ModuleGraph), and which package data it hands out (ModuleResponder)."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -20,7 +21,8 @@ if _CORE_TESTS not in sys.path:
 import import_fns  # noqa: E402
 from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
-from plasmid.master import bootstrap  # noqa: E402
+import request_fns  # noqa: E402
+from plasmid.master import bootstrap, data_files, modules  # noqa: E402
 from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
 from testbed.pythons import require_python  # noqa: E402
 
@@ -36,6 +38,20 @@ def tree(tmp_path) -> Iterator[str]:
 @pytest.fixture
 def finder() -> ModuleFinder:
     return ModuleFinder()
+
+
+@contextlib.contextmanager
+def errors_logged(logger: str) -> Iterator[list[str]]:
+    """The messages of the errors *logger* logs meanwhile (caplog, without
+    pytest's logging plugin)."""
+    messages: list[str] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger(logger).addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logging.getLogger(logger).removeHandler(handler)
 
 
 # ------------------------------------------------------------- refusals
@@ -115,6 +131,43 @@ def test_stdlib_is_known_but_not_served(finder: ModuleFinder) -> None:
         os.path.join('json', '__init__.py'))
     pytest.importorskip('requests')
     assert finder.stdlib_path('requests') is None
+
+
+@pytest.mark.parametrize('name', [
+    '', '.', 'a..b', '.json', 'json.', '1abc', 'a-b', 'os;id', 'os id',
+    '../etc/passwd', 'imptree/data', 'imptree.data/greeting',
+])
+def test_finder_refuses_what_no_module_is_named_unlooked_for(
+        finder: ModuleFinder, name: str, monkeypatch) -> None:
+    looked_up: list[str] = []
+    monkeypatch.setattr(finder, '_spec', looked_up.append)
+    entry = finder.find(name)
+    assert (entry.name, entry.source, entry.filename) == (name, None, None)
+    assert looked_up == []
+
+
+def test_finder_keeps_a_bounded_number_of_misses(monkeypatch) -> None:
+    """Every name asked, made up ones too, stayed for the master's life
+    (300,000 asked by a context: 300,000 entries kept, gone or not)."""
+    monkeypatch.setattr(modules, 'MISSES_KEPT', 100)
+    finder = ModuleFinder()
+    graph = ModuleGraph(finder)
+    made_up = ['plasmid_made_up_%d' % i for i in range(1000)]
+    for name in made_up:
+        graph.closure(name)  # what answering a request for it computes
+    assert finder.find(made_up[-1]).source is None
+    kept = [n for n in made_up if n in finder.cache or n in graph.direct or
+            n in getattr(finder, 'misses', {})]
+    assert len(kept) == 100
+    # The last asked are kept, and one asked again stays.
+    assert kept == made_up[-100:]
+    finder.find(made_up[-100])
+    finder.find('plasmid_made_up_more')
+    assert made_up[-100] in finder.misses and made_up[-99] not in \
+        finder.misses
+    # What the master serves is kept whatever is asked.
+    assert finder.find('plasmid.core.router') is \
+        finder.find('plasmid.core.router')
 
 
 # ------------------------------------------------------------ the graph
@@ -297,6 +350,76 @@ def test_package_data_symlinks(responder, tree: str) -> None:
         ('file', b'hello from imptree\n')
 
 
+@pytest.mark.parametrize('relpath', [
+    'master/router.py', 'master/__init__.py', 'master', 'master/',
+    'cli.py', 'ansible/broker.py', 'ansible/../master/modules.py',
+    'core/../cli.py', './master/router.py', 'master//router.py',
+])
+def test_package_data_is_never_code_the_master_keeps(
+        responder, relpath: str) -> None:
+    """plasmid is a package the master serves: its master-only modules,
+    whose import is refused, were handed out as its data files."""
+    with errors_logged('plasmid.master.data_files') as errors:
+        assert responder.package_data('plasmid', relpath) == \
+            ('missing', None)
+    assert len(errors) == 1 and 'never sends' in errors[0]
+
+
+def test_package_data_of_plasmid_is_what_contexts_import(responder) -> None:
+    kind, source = responder.package_data('plasmid', 'ansible/target.py')
+    assert kind == 'file' and b'AnsiballZ' in source  # the payload's
+    assert responder.package_data('plasmid', 'core/router.py')[0] == 'file'
+    kind, names = responder.package_data('plasmid', '')
+    assert kind == 'dir' and {'__init__.py', 'core', 'ansible'} <= set(names)
+    assert not {'master', 'cli.py', '__pycache__'} & set(names)
+    kind, names = responder.package_data('plasmid', 'ansible')
+    assert 'target.py' in names and 'broker.py' not in names
+
+
+def test_package_data_is_never_bytecode(responder, tree: str) -> None:
+    package = os.path.join(tree, 'imptree')
+    os.makedirs(os.path.join(package, '__pycache__'))
+    for relpath in ('__pycache__/core.cpython-311.pyc', 'helpers.pyc',
+                    'data/old.pyo', '__pycache__/notes.txt'):
+        with open(os.path.join(package, relpath), 'wb') as handle:
+            handle.write(b'bytecode')
+    with errors_logged('plasmid.master.data_files') as errors:
+        for relpath in ('__pycache__/core.cpython-311.pyc', 'helpers.pyc',
+                        'data/old.pyo', '__pycache__/notes.txt',
+                        '__pycache__', 'data/OLD.PYO'):
+            assert responder.package_data('imptree', relpath) == \
+                ('missing', None), relpath
+    assert len(errors) == 5  # not for OLD.PYO: there is none
+    assert responder.package_data('imptree', 'data') == \
+        ('dir', ['greeting.txt', 'nested'])
+    kind, names = responder.package_data('imptree', '')
+    assert 'helpers.py' in names and 'helpers.pyc' not in names
+    # A module's source the master serves is data too (pkgutil.get_data).
+    assert responder.package_data('imptree', 'helpers.py')[0] == 'file'
+
+
+def test_package_data_from_a_zip_is_never_code_withheld(tmp_path) -> None:
+    archive = zipped_tree(tmp_path)
+    init_file = os.path.join(archive, 'zipped', '__init__.py')
+
+    def read(relpath: str) -> tuple:
+        return data_files.read('zipped', init_file, relpath, 1 << 20,
+                               lambda name: name == 'zipped.helper')
+    assert read('nosource.pyc') == read('helper.py') == ('missing', None)
+    assert read('') == ('dir', ['__init__.py', 'latin.py'])
+    assert read('latin.py')[0] == 'file'
+
+
+def test_a_context_reads_no_master_only_code_as_data() -> None:
+    with plasmid.Router() as router:
+        ctx = router.local()
+        for relpath in ('master/router.py', 'cli.py', 'ansible/broker.py'):
+            assert ctx.call(request_fns.ask_data, 'plasmid', relpath) == \
+                ('missing', None)
+        assert ctx.call(request_fns.ask_data, 'plasmid',
+                        'ansible/target.py')[0] == 'file'
+
+
 # ------------------------------------------------------- what it sends
 
 
@@ -379,3 +502,57 @@ def test_contexts_import_what_the_master_has_from_a_zip(
             'caf\xe9'
         assert 'No module named' in ctx.call(import_fns.try_import,
                                              'zipped.nosource')
+
+
+# ------------------------------------------- requests no importer sends
+
+
+def test_a_batch_naming_a_module_many_times_gets_it_once(tree: str) -> None:
+    """Each name of a batch was answered with the module again, whatever
+    was sent already: a request naming one 20,000 times made the master
+    queue ~1,100 times its size."""
+    with plasmid.Router() as router:
+        ctx = router.local()
+        for origin in ('imptree_origin', 'imptree_origin', None):
+            ctx.call(request_fns.ask_modules, ['imptree'] * 500, origin)
+        # One the context booted with, named over and over.
+        ctx.call(request_fns.ask_modules, ['plasmid.core.codec'] * 500, None)
+        sent = router.responder.messages_sent
+        assert sent[(ctx.context_id, 'imptree')] == 1
+        assert sent[(ctx.context_id, 'plasmid.core.codec')] == 1
+        assert set(n for (cid, _), n in sent.items()
+                   if cid == ctx.context_id) == {1}
+        assert ctx.call(import_fns.attribute, 'imptree', 'NAME') == 'imptree'
+
+
+@pytest.mark.parametrize('origin', [None, 'imptree'])
+def test_a_request_for_too_many_names_is_malformed(origin) -> None:
+    names = ['plasmid_made_up_%d' % i
+             for i in range(modules.MAX_NAMES_PER_REQUEST + 1)]
+    with errors_logged('plasmid.master.modules') as errors, \
+            plasmid.Router() as router:
+        ctx = router.local()
+        ctx.call(request_fns.ask_modules, names, origin)
+        ctx.call(request_fns.ask_modules, names[:3], origin)
+        answered = [name for (cid, name) in router.responder.messages_sent
+                    if cid == ctx.context_id and name.startswith('plasmid_')]
+    assert sorted(answered) == sorted(names[:3])
+    assert len(errors) == 1 and 'malformed module request' in errors[0]
+
+
+def test_names_a_context_makes_up_are_kept_only_so_many(monkeypatch) -> None:
+    monkeypatch.setattr(modules, 'MISSES_KEPT', 100)
+    names = ['plasmid_made_up_%d' % i for i in range(300)]
+    with plasmid.Router() as router:
+        ctx = router.local()
+        for start in range(0, len(names), 100):
+            ctx.call(request_fns.ask_modules, names[start:start + 100], None)
+        # Answered still, though no longer kept.
+        assert 'No module named' in ctx.call(import_fns.try_import,
+                                             'plasmid_made_up_more')
+        ctx.shutdown()
+        finder = router.responder.finder
+        kept = [n for n in names if n in finder.cache or n in
+                router.responder.graph.direct or
+                n in getattr(finder, 'misses', {})]
+        assert len(kept) <= 100
