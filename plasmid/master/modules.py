@@ -48,7 +48,7 @@ from typing import Any, Optional, Sequence
 from plasmid.core.context import MAIN_ALIAS
 from plasmid.core.errors import StreamError
 from plasmid.core.importer import ModuleEntry
-from plasmid.core.resources import DISTRIBUTIONS, SUBMODULES
+from plasmid.core.resources import DISTRIBUTIONS, SUBMODULES, TOO_LARGE
 from plasmid.core.router import (FROM_CHILD, GET_DATA, GET_MODULE,
                                  LOAD_MODULE)
 from plasmid.master import bootstrap, data_files, scanner
@@ -612,7 +612,24 @@ class ModuleResponder:
         return _flat(self.update_counts)
 
     def _on_data_request(self, msg) -> None:
-        package, relpath = msg.value()
+        try:
+            package, relpath = msg.value()
+        except (TypeError, ValueError):
+            LOG.error('context %d sent a malformed data request', msg.src)
+            self.router.reply(msg, data_files.MISSING)
+            return
+        unread = msg.stream.queued if msg.stream is not None else 0
+        if unread > self.router.max_message:
+            # A context that asks and does not read (or floods a slow
+            # link) would have us queue without bound: one file may be
+            # half the size limit, and a request a few bytes.
+            LOG.error('not sending %s:%s to context %d: %d bytes to its '
+                      'link are unread yet', package, relpath, msg.src,
+                      unread)
+            self.router.reply(msg, (TOO_LARGE, 'not sent: %d bytes of the '
+                                    "master's to this context's link are "
+                                    'unread yet' % unread))
+            return
         try:
             answer = self.package_data(str(package), str(relpath))
         except Exception:  # the context waits for an answer: give one

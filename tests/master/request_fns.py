@@ -23,3 +23,20 @@ def ask_data(package, relpath):
     from plasmid.core import resources
     return resources.ParentData(child.current.importer).fetch_data(
         package, relpath)
+
+
+def ask_data_and_stop_reading(package, relpath, count):
+    """Send the parent *count* GET_DATA requests for one file without
+    waiting for their answers, then stop (SIGSTOP): its answers pile up
+    on the link, unread."""
+    import os
+    import signal
+    from plasmid.core.framing import Message
+    from plasmid.core.loop import Latch
+    from plasmid.core.router import GET_DATA
+    router = child.current.router
+    for _ in range(count):
+        handle = router.expect_reply(router.parent_id, Latch(router.loop))
+        router.send(Message.encoding(router.parent_id, router.context_id,
+                                     GET_DATA, (package, relpath), handle))
+    os.kill(os.getpid(), signal.SIGSTOP)

@@ -420,6 +420,32 @@ def test_a_context_reads_no_master_only_code_as_data() -> None:
                         'ansible/target.py')[0] == 'file'
 
 
+def test_data_is_not_queued_without_bound_for_a_context_that_reads_none(
+        tmp_path) -> None:
+    """Each request (a few bytes) queued a file of up to half the size
+    limit for a context that asked and stopped reading: without bound."""
+    import time
+    package = tmp_path / 'bigdata'
+    package.mkdir()
+    (package / '__init__.py').write_text('')
+    (package / 'blob.bin').write_bytes(b'x' * (400 << 10))
+    limit = 1 << 20
+    with on_master_path(str(tmp_path), 'bigdata'), \
+            errors_logged('plasmid.master.modules') as errors, \
+            plasmid.Router(threaded=True, max_message_size=limit,
+                           shutdown_timeout=1.0) as router:
+        ctx = router.local()
+        ctx.call_no_reply(request_fns.ask_data_and_stop_reading, 'bigdata',
+                          'blob.bin', 50)
+        deadline = time.monotonic() + 30
+        while len([e for e in errors if 'unread yet' in e]) < 40 and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        refused = len([e for e in errors if 'unread yet' in e])
+        assert refused >= 40, (refused, ctx.stream.queued)
+        assert ctx.stream.queued < limit + (500 << 10) + 4096
+
+
 # ------------------------------------------------------- what it sends
 
 
