@@ -320,6 +320,10 @@ def _without_source(fullname: str, spec) -> Optional[ModuleEntry]:
     import it at all."""
     origin = spec and spec.origin
     if not origin or not os.path.isfile(origin):
+        if spec is None and sys.modules.get(fullname) is not None:
+            return _unsent(fullname, 'has no source file on the master (a '
+                           'module made at run time, not imported from a '
+                           'file); only Python source is sent')
         return None
     if origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
         return _unsent(fullname, 'is a compiled extension module on the '

@@ -446,6 +446,22 @@ def test_data_is_not_queued_without_bound_for_a_context_that_reads_none(
         assert ctx.stream.queued < limit + (500 << 10) + 4096
 
 
+def test_a_function_of_a_module_made_at_run_time_fails_saying_why() -> None:
+    """It failed with a bare "No module named 'dynmod'"."""
+    import types
+    module = types.ModuleType('plasmid_test_made_at_run_time')
+    exec('def answer():\n    return 42\n', module.__dict__)
+    sys.modules[module.__name__] = module
+    try:
+        with plasmid.Router() as router:
+            with pytest.raises(plasmid.CallError) as info:
+                router.local().call(module.answer)
+    finally:
+        del sys.modules[module.__name__]
+    assert info.value.type_name == 'ModuleNotFoundError'
+    assert 'made at run time' in info.value.message
+
+
 # ------------------------------------------------------- what it sends
 
 
