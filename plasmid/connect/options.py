@@ -4,6 +4,11 @@ keep a context from starting (``-tt``, ``su -P``)."""
 from __future__ import absolute_import
 
 
+def option_words(args):
+    """*args* up to a "--", after which no word is an option."""
+    return args[:args.index('--')] if '--' in args else args
+
+
 def short_flags(args, takes_value):
     """``(letter, word)`` for each one-letter option in *args*, in order;
     values are skipped: the rest of a word after a letter in *takes_value*

@@ -33,8 +33,9 @@ def refusal(su_args):
     """Why *su_args* cannot carry a context, or None: ``-P`` (``--pty``)
     puts a terminal between su and the new Python, which garbles the
     binary stream (the start would wait out its connect_timeout)."""
-    from plasmid.connect.options import short_flags  # the master's only
-    if '--pty' in su_args[:su_args.index('--') if '--' in su_args else None]:
+    # The master's only (options.py is not sent to contexts).
+    from plasmid.connect.options import option_words, short_flags
+    if '--pty' in option_words(su_args):
         return '--pty ' + PTY_REFUSAL
     for letter, word in short_flags(su_args, TAKES_VALUE):
         if letter == 'P':

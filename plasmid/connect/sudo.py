@@ -52,10 +52,9 @@ def default_name(spec):
 
 def refusal(sudo_args):
     """Why *sudo_args* cannot carry a context (a sentence), or None."""
-    from plasmid.connect.options import short_flags  # the master's only
-    options = sudo_args[:sudo_args.index('--') if '--' in sudo_args
-                        else None]
-    for word in options:
+    # The master's only (options.py is not sent to contexts).
+    from plasmid.connect.options import option_words, short_flags
+    for word in option_words(sudo_args):
         letter = LONG_FLAGS.get(word.split('=')[0])
         if letter:
             return '%s %s' % (word, REFUSED_FLAGS[letter])

@@ -18,6 +18,9 @@ from plasmid.core.router import LOG_RECORD
 
 STDOUT = 'stdout'
 STDERR = 'stderr'
+# A line that never ends goes in pieces of about this many characters
+# rather than held whole (a progress display, base64 -w0).
+PIECE = 65536
 
 
 class Forwarder(object):
@@ -102,8 +105,8 @@ class OutputWriter(object):
                 return len(data)
             lines = ''.join(self.partial).split('\n')
             rest = lines.pop()
-            if len(rest) > 65536:  # no line end in sight: a piece now, not
-                lines.append(rest)  # all of it held (as PipeReader does)
+            if len(rest) > PIECE:  # no line end in sight: a piece now
+                lines.append(rest)
                 rest = ''
             self.partial = rest and [rest] or []
         for line in lines:
@@ -182,7 +185,7 @@ class PipeReader(Pausable):
             return
         lines = (self.partial + self.decoder.decode(data)).split('\n')
         self.partial = lines.pop()
-        if len(self.partial) > 65536:  # no line end in sight: a piece
+        if len(self.partial) > PIECE:  # no line end in sight: a piece
             lines.append(self.partial)  # now, not all of it kept and
             self.partial = ''  # copied again at each read
         for line in lines:

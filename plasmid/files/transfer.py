@@ -145,19 +145,19 @@ def remote_path_of(path: Path) -> str:
     if not isinstance(path, str) or not path:
         raise TypeError('a remote path must be a non-empty str or path '
                         'object, not %r' % (path,))
-    if '\0' in path:
-        raise ValueError('a remote path may not contain a NUL byte: %r'
-                         % (path,))
-    return path
+    return _without_nul(path, 'remote')
 
 
 def local_path_of(path: LocalPath) -> str:
     """*path* as text: a str, bytes (decoded as os.fsdecode does) or a path
     object; a NUL refused before anything moves, as open() would."""
-    path = os.fsdecode(path)
+    return _without_nul(os.fsdecode(path), 'local')
+
+
+def _without_nul(path: str, which: str) -> str:
     if '\0' in path:
-        raise ValueError('a local path may not contain a NUL byte: %r'
-                         % (path,))
+        raise ValueError('a %s path may not contain a NUL byte: %r'
+                         % (which, path))
     return path
 
 

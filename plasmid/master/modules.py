@@ -106,11 +106,6 @@ def top_level(name: str) -> str:
     return name.partition('.')[0]
 
 
-def is_module_name(name: str) -> bool:
-    """Whether *name* is dotted Python identifiers, as any module's name."""
-    return all(part.isidentifier() for part in name.split('.'))
-
-
 class ModuleFinder:
     """Locates a module's source without importing it."""
 
@@ -159,7 +154,7 @@ class ModuleFinder:
             entry = self._missed(fullname)
         if entry is not None:
             return entry
-        if not is_module_name(fullname):
+        if not scanner.is_module_name(fullname):
             # No module has it: nothing to look up, nor to keep.
             return ModuleEntry(fullname, False, None, None)
         entry = self._find(fullname)

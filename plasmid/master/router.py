@@ -438,20 +438,14 @@ class MasterContext(Context):
 
     def _call_message(self, func: Any, args: tuple, kwargs: dict,
                       reply_to: int) -> Message:
-        # Refused here before the core's terse refusal, which shows repr().
+        # Refused here, in words the core's terse refusal (its words cost
+        # bootstrap bytes, and it shows repr()) lacks.
         why = main_script.why_not_there(func) or _why_not_called_by_name(func)
         if why is not None:
             raise TypeError('cannot call %s: %s' % (_named(func), why))
         try:
             with _sending_through(self.router):
                 return super()._call_message(func, args, kwargs, reply_to)
-        except TypeError:
-            why = _why_not_called_by_name(func)
-            if why is None:
-                raise
-            # The core's refusal is terse (its words cost bootstrap bytes).
-            raise TypeError('cannot call %s: %s' % (_named(func), why)) \
-                from None
         except StreamError as exc:
             if 'nested more than' not in str(exc):
                 raise
@@ -516,7 +510,6 @@ class MasterContext(Context):
         if wait and self.stream is not None and self.stream.process:
             spawn.reap(self.stream.process, timeout)
             self.master._release(self.stream)
-
 
     def _kill(self) -> bool:
         """Kill this context's process: ours for a direct child, else by
@@ -674,11 +667,12 @@ class Router:
         *password* is typed at a prompt ending in "password:" or
         "passphrase:" (any case; nothing after it, no line break: a line
         of a banner or ``.bashrc`` that ends so is no prompt), or with
-        *password_prompt* given, at any output that contains that text.  *prompt_timeout*, with a
-        password: seconds the start may wait once ssh has written on its
-        terminal something that is not that prompt (another prompt) and
-        fallen silent; then it fails, naming what ssh wrote (see
-        :meth:`su`).  Without a password it is checked but unused."""
+        *password_prompt* given, at any output that contains that text.
+        *prompt_timeout*, with a password: seconds the start may wait once
+        ssh has written on its terminal something that is not that prompt
+        (another prompt) and fallen silent; then it fails, naming what ssh
+        wrote (see :meth:`su`).  Without a password it is checked but
+        unused."""
         if password_prompt is not None and (
                 not isinstance(password_prompt, str) or not password_prompt):
             raise ValueError('password_prompt must be a non-empty string, '

@@ -126,10 +126,14 @@ def dynamic_import_hints(code: types.CodeType) -> list[str]:
             continue
         for const in current.co_consts:
             for item in (const if isinstance(const, tuple) else (const,)):
-                if isinstance(item, str) and item and all(
-                        part.isidentifier() for part in item.split('.')):
+                if isinstance(item, str) and is_module_name(item):
                     names.append(item)
     return names
+
+
+def is_module_name(name: str) -> bool:
+    """Whether *name* is dotted Python identifiers, as any module's name."""
+    return all(part.isidentifier() for part in name.split('.'))
 
 
 _JUMPS = frozenset(dis.hasjrel + dis.hasjabs)
