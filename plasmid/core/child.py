@@ -9,6 +9,7 @@ first stage started (connect/watchdog) kills the process instead.
 """
 from __future__ import absolute_import
 import os
+import select
 import sys
 import threading
 
@@ -82,7 +83,8 @@ class ChildContext(object):
         self.router.on_parent_lost.append(self._on_parent_lost)
         self.router.add_handler(SHUTDOWN, self._on_shutdown, FROM_PARENT)
         self.contexts = {}
-        self.dispatcher = Dispatcher(self.router, self.context_for)
+        self.dispatcher = Dispatcher(self.router, self.context_for,
+                                     self._drain_output)
         self.importer = Importer(self.router, self.config['master_version'])
         self.stopping = False
         self.children = []  # streams of processes this context started
@@ -122,6 +124,20 @@ class ChildContext(object):
                       for fd, origin in ((1, logs.STDOUT), (2, logs.STDERR))]
         sys.stdout = logs.OutputWriter(self.forwarder, logs.STDOUT, 1)
         sys.stderr = logs.OutputWriter(self.forwarder, logs.STDERR, 2)
+        self.output_waiting = select.poll()
+        for pipe in self.pipes:
+            self.output_waiting.register(pipe.rfd, select.POLLIN)
+
+    def _drain_output(self):
+        # What a call's subprocesses wrote to fds 1 and 2 before it
+        # returned goes out before its reply, as its print()s do; left
+        # to the loop, it could trail the reply (a quick call: nobody
+        # runs the loop meanwhile).  Not while the link is congested
+        # (paused): that output waits in its pipe.
+        if self.output_waiting.poll(0):
+            for pipe in self.pipes:
+                if not pipe.paused:
+                    pipe.drain()
 
     def run(self):
         self._capture_output()

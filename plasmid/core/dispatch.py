@@ -72,7 +72,7 @@ def _message_of(exc):
 class Dispatcher(object):
     """Queue of incoming calls and the main-thread loop that runs them."""
 
-    def __init__(self, router, context_factory=None):
+    def __init__(self, router, context_factory, before_reply):
         self.router = router
         self.loop = router.loop
         self.context_factory = context_factory
@@ -80,6 +80,7 @@ class Dispatcher(object):
         self.busy = False
         self.call_seq = 0
         self.after = []  # work queued by after_reply() for the current call
+        self.before_reply = before_reply  # sends output the call left
         self.thread = None
         self.standby = Standby(self)
         router.add_handler(CALL, self._on_call, FROM_PARENT)
@@ -148,6 +149,7 @@ class Dispatcher(object):
             if not outcome[0]:
                 LOG.error('call_no_reply failed: %s', outcome[1])
             return
+        self.before_reply()
         try:
             self.router.reply(msg, outcome)
         except Exception as exc:  # StreamError, MemoryError...

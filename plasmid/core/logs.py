@@ -3,7 +3,8 @@
 Records and ``print()`` output go out synchronously from the thread that
 produced them, so they reach the master in order and before the reply of
 the call that produced them.  Output written straight to fds 1 and 2 (by
-subprocesses, say) is read from a pipe by the I/O loop.
+subprocesses, say) is read from a pipe by the I/O loop, and what waits
+there when a call returns is sent before its reply too (``drain``).
 """
 from __future__ import absolute_import
 import codecs
@@ -13,7 +14,7 @@ import threading
 
 from plasmid.core import compat, logger
 from plasmid.core.logger import INFO
-from plasmid.core.loop import Pausable
+from plasmid.core.loop import Pausable, set_nonblocking
 from plasmid.core.router import LOG_RECORD
 
 STDOUT = 'stdout'
@@ -161,7 +162,8 @@ class OutputWriter(object):
 
 
 class PipeReader(Pausable):
-    """Reads one captured fd pipe on the loop and forwards its lines."""
+    """Reads one captured fd pipe and forwards its lines: on the loop, and
+    (``drain``) before each call's reply."""
 
     def __init__(self, loop, forwarder, origin, rfd):
         self.loop = loop
@@ -171,37 +173,54 @@ class PipeReader(Pausable):
         self.partial = ''
         self.decoder = codecs.getincrementaldecoder('utf-8')('replace')
         self.closed = False
+        # The loop's reads and drain()'s: non-blocking, as either may find
+        # the pipe emptied by the other.
+        self.lock = threading.Lock()
+        set_nonblocking(rfd)
 
     def start(self):
         self.loop.add_reader(self.rfd, self.on_readable)
 
     def on_readable(self):
-        try:
-            data = os.read(self.rfd, 65536)
-        except OSError:
-            return
-        if not data:
+        if self.drain() == b'':
             self.close()
-            return
+        else:
+            self.forwarder.router.parent.hold(self)
+
+    def drain(self):
+        """Forward what the pipe holds now, from any thread; return it
+        (b'' at its end, None if nothing was there)."""
+        with self.lock:
+            if self.closed:
+                return None
+            try:
+                data = os.read(self.rfd, 65536)
+            except OSError:  # EAGAIN: nothing there
+                return None
+            if data:
+                self._forward(data)
+            return data
+
+    def _forward(self, data):
         lines = (self.partial + self.decoder.decode(data)).split('\n')
         self.partial = lines.pop()
-        if len(self.partial) > PIECE:  # no line end in sight: a piece
-            lines.append(self.partial)  # now, not all of it kept and
-            self.partial = ''  # copied again at each read
+        if len(self.partial) > PIECE:  # no line end in sight: a piece now,
+            lines.append(self.partial)  # not all of it kept and copied
+            self.partial = ''  # again at each read
         for line in lines:
             self.forwarder.send(self.origin, INFO, line)
-        self.forwarder.router.parent.hold(self)
 
     def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        self.partial += self.decoder.decode(b'', True)
-        if self.partial:
-            self.forwarder.send(self.origin, INFO, self.partial)
-            self.partial = ''
-        self.loop.remove_fd(self.rfd)
-        os.close(self.rfd)
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.partial += self.decoder.decode(b'', True)
+            if self.partial:
+                self.forwarder.send(self.origin, INFO, self.partial)
+                self.partial = ''
+            self.loop.remove_fd(self.rfd)
+            os.close(self.rfd)
 
 
 def install(router, level):
