@@ -112,11 +112,6 @@ class Connection(connection.Connection):
         return AnsibleError('plasmid: %s' % exc)
 
 
-# sudo's one-letter options that take a value: in "-uroot" the rest of
-# the word is the value, not more options.
-_SUDO_VALUES = 'CDghpRrTtUuc'
-
-
 def _logs_in(become: Optional[dict]) -> bool:
     """Whether *become*'s flags make a login of it (``sudo -i``, ``su -``
     or ``-l``): the command then runs in the user's home, as vanilla's
@@ -129,6 +124,6 @@ def _logs_in(become: Optional[dict]) -> bool:
     if become['method'] != 'sudo':
         return False
     # Here, not at the top: a worker that runs no command loads none of it.
-    from plasmid.connect.options import short_flags
-    return '--login' in flags or any(
-        letter == 'i' for letter, _ in short_flags(flags, _SUDO_VALUES))
+    from plasmid.connect import options, sudo
+    return any(flag in ('i', '--login') for flag, _ in options.flags(
+        flags, sudo.TAKES_VALUE, sudo.LONG_TAKES_VALUE))

@@ -1,19 +1,16 @@
-"""A program's one-letter options, read from its arguments as getopt reads
-them: what the ssh and su methods look through for options that would
-keep a context from starting (``-tt``, ``su -P``)."""
+"""A program's options, read from its arguments as getopt reads them: what
+the ssh, su and sudo methods look through for options that would keep a
+context from starting (``-tt``, ``su -P``, ``sudo --list``)."""
 from __future__ import absolute_import
 
 
-def option_words(args):
-    """*args* up to a "--", after which no word is an option."""
-    return args[:args.index('--')] if '--' in args else args
-
-
-def short_flags(args, takes_value):
-    """``(letter, word)`` for each one-letter option in *args*, in order;
-    values are skipped: the rest of a word after a letter in *takes_value*
-    ("-p22"), or the next word ("-p 22").  Stops at "--"; long options are
-    not looked into."""
+def flags(args, takes_value, long_takes_value=()):
+    """``(flag, word)`` for each option in *args*, in order: the letter of
+    each one-letter option, the name ("--list") of each long one.  Values
+    are skipped: the rest of a word after a letter in *takes_value*
+    ("-p22"), or the next word ("-p 22"); the next word after a long option
+    in *long_takes_value* written without "=" ("--user root").  Stops at
+    "--"."""
     skip = False
     for word in args:
         if skip:
@@ -21,7 +18,12 @@ def short_flags(args, takes_value):
             continue
         if word == '--':
             return
-        if not word.startswith('-') or word.startswith('--') or word == '-':
+        if word.startswith('--'):
+            name = word.split('=')[0]
+            yield name, word
+            skip = name in long_takes_value and '=' not in word
+            continue
+        if not word.startswith('-') or word == '-':
             continue
         for i, letter in enumerate(word[1:]):
             yield letter, word

@@ -128,9 +128,9 @@ def first_value(ssh_args, name, letter=None):
 
 def refusal(ssh_args):
     """Why *ssh_args* cannot carry a context (a sentence), or None."""
-    from plasmid.connect.options import short_flags  # the master's only
+    from plasmid.connect.options import flags  # the master's only
     terminals = 0
-    for letter, word in short_flags(ssh_args, TAKES_VALUE):
+    for letter, word in flags(ssh_args, TAKES_VALUE):
         if letter in REFUSED_FLAGS:
             return '%s %s' % (word, REFUSED_FLAGS[letter])
         terminals += letter == 't'

@@ -25,6 +25,8 @@ REFUSALS = [
 # su's one-letter options that take a value (util-linux): in "-sbash" the
 # rest of the word is that value.
 TAKES_VALUE = 'cCgGsw'
+LONG_TAKES_VALUE = ('--command', '--group', '--session-command', '--shell',
+                    '--supp-group', '--whitelist-environment')
 PTY_REFUSAL = 'puts a terminal between su and Python, which garbles the ' \
     'binary stream'
 
@@ -34,11 +36,9 @@ def refusal(su_args):
     puts a terminal between su and the new Python, which garbles the
     binary stream (the start would wait out its connect_timeout)."""
     # The master's only (options.py is not sent to contexts).
-    from plasmid.connect.options import option_words, short_flags
-    if '--pty' in option_words(su_args):
-        return '--pty ' + PTY_REFUSAL
-    for letter, word in short_flags(su_args, TAKES_VALUE):
-        if letter == 'P':
+    from plasmid.connect.options import flags
+    for flag, word in flags(su_args, TAKES_VALUE, LONG_TAKES_VALUE):
+        if flag in ('P', '--pty'):
             return '%s %s' % (word, PTY_REFUSAL)
     return None
 

@@ -44,6 +44,10 @@ REFUSED_FLAGS = {
 LONG_FLAGS = {'--background': 'b', '--edit': 'e', '--list': 'l',
               '--validate': 'v', '--remove-timestamp': 'K',
               '--version': 'V'}
+# sudo's long options that take a value ("--user root", "--user=root").
+LONG_TAKES_VALUE = ('--chdir', '--chroot', '--close-from', '--command-timeout',
+                    '--group', '--host', '--login-class', '--other-user',
+                    '--prompt', '--role', '--type', '--user')
 
 
 def default_name(spec):
@@ -53,12 +57,9 @@ def default_name(spec):
 def refusal(sudo_args):
     """Why *sudo_args* cannot carry a context (a sentence), or None."""
     # The master's only (options.py is not sent to contexts).
-    from plasmid.connect.options import option_words, short_flags
-    for word in option_words(sudo_args):
-        letter = LONG_FLAGS.get(word.split('=')[0])
-        if letter:
-            return '%s %s' % (word, REFUSED_FLAGS[letter])
-    for letter, word in short_flags(sudo_args, TAKES_VALUE):
+    from plasmid.connect.options import flags
+    for flag, word in flags(sudo_args, TAKES_VALUE, LONG_TAKES_VALUE):
+        letter = LONG_FLAGS.get(flag, flag)
         if letter in REFUSED_FLAGS:
             return '%s %s' % (word, REFUSED_FLAGS[letter])
     return None

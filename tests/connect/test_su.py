@@ -57,6 +57,9 @@ def test_values_and_words_after_double_dash_are_no_options() -> None:
     assert su_method.refusal(['-s', '-P']) is None  # -P is the shell
     assert su_method.refusal(['--', '--pty']) is None
     assert su_method.refusal(['-l', '-m']) is None
+    assert su_method.refusal(['--shell', '--pty']) is None  # the shell
+    assert su_method.refusal(['--shell=/bin/sh', '--pty']).startswith(
+        '--pty ')
 
 
 @pytest.mark.parametrize('password', [None, PASSWORD_B])

@@ -106,6 +106,11 @@ def test_sudo_values_and_words_after_double_dash_are_no_options() -> None:
     assert sudo_method.refusal(['-u', '-b']) is None  # -b is the user
     assert sudo_method.refusal(['--', '-b']) is None
     assert sudo_method.refusal(['-E', '-H', '-n', '-i', '-s']) is None
+    # A long option's value, in the next word: it was read as an option.
+    assert sudo_method.refusal(['--prompt', '--list']) is None
+    assert sudo_method.refusal(['--user', '-l']) is None
+    assert sudo_method.refusal(['--user=x', '-l']).startswith('-l ')
+    assert sudo_method.refusal(['--preserve-env', '-l']).startswith('-l ')
 
 
 def test_sudo_to_other_user_with_password(sshd, router, user_a) -> None:
