@@ -74,9 +74,9 @@ def as_completed(futures: Iterable[Future],
 
 
 def _check_one_waitable_loop(futures: list[Future]) -> None:
-    """The wait runs the loop of the first future's router: a threadless
-    router's loop runs only there, so another's futures never finished
-    (before: a hang, or a TimeoutError with some of them done)."""
+    """The wait runs the loop of the first pending future's router: a
+    threadless router's loop runs only there, so another's futures never
+    finished (before: a hang, or a TimeoutError with some of them done)."""
     # A future already done needs no loop (its router may be shut down:
     # its loop no longer threaded).
     loops = set(f.context.router.loop for f in futures
@@ -90,7 +90,12 @@ def _completed(futures: list[Future],
                deadline: Optional[float]) -> Iterator[Future]:
     if not futures:
         return
-    completions = _Completions(futures[0].context.router.loop)
+    # The loop of a future still pending: one already done may be of
+    # another router, threadless or shut down, whose loop would never
+    # hear of the others' replies (a threaded router's result waited for
+    # the timeout, or for ever).
+    waited = next((f for f in futures if not f.latch.is_set), futures[0])
+    completions = _Completions(waited.context.router.loop)
     for future in futures:
         future.add_done_callback(completions.on_done)
     for _ in range(len(futures)):

@@ -3,6 +3,7 @@ timeouts checked, long ones waited in pieces."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -134,6 +135,32 @@ def test_a_done_future_of_a_shut_down_router_may_join_others() -> None:
         pending = second.local().call_async(local_fns.sleep_then, 0.2, 'x')
         assert list(plasmid.as_completed([done, pending], timeout=10)) == \
             [done, pending]
+
+
+@pytest.mark.parametrize('first_kind', ['threadless', 'shut down'])
+def test_a_done_future_first_does_not_pick_the_loop_waited_on(
+        first_kind: str) -> None:
+    """The wait ran the loop of the first future's router, done or not:
+    a threadless or shut down router's loop never hears of a threaded
+    one's replies, so the pending future came back at the timeout, and
+    without one never (here: the waiting thread still waiting)."""
+    first = plasmid.Router(threaded=first_kind != 'threadless')
+    try:
+        with plasmid.Router(threaded=True) as second:
+            done = first.local().call_async(os.getpid)
+            done.result(timeout=10)
+            if first_kind == 'shut down':
+                first.shutdown()
+            pending = second.local().call_async(local_fns.sleep_then, 0.2,
+                                                'x')
+            got = []
+            waiter = threading.Thread(target=lambda: got.extend(
+                plasmid.as_completed([done, pending])), daemon=True)
+            waiter.start()
+            waiter.join(60)
+            assert got == [done, pending]
+    finally:
+        first.shutdown()
 
 
 def test_a_wait_longer_than_a_piece_is_made_in_pieces(monkeypatch) -> None:
