@@ -19,7 +19,7 @@ from plasmid.core.dispatch import Dispatcher
 from plasmid.core.framing import FrameReader
 from plasmid.core.importer import Importer
 from plasmid.core.logger import Logger
-from plasmid.core.loop import Loop, set_cloexec, widen_pipe
+from plasmid.core.loop import Loop, now, set_cloexec, widen_pipe
 from plasmid.core.router import BOOT, HELLO, SHUTDOWN, FROM_PARENT, Router
 from plasmid.core.stream import Stream
 
@@ -87,6 +87,7 @@ class ChildContext(object):
                                      self._drain_output)
         self.importer = Importer(self.router, self.config['master_version'])
         self.stopping = False
+        self.flush_until = 0
         self.children = []  # streams of processes this context started
 
     def _after_fork(self):
@@ -162,6 +163,9 @@ class ChildContext(object):
         self.stopping = True
         self.dispatcher.stop()
         self.loop.call_later(SHUTDOWN_GRACE, self._force_exit_if_busy)
+        # The message holds the seconds the parent waits for us, if any:
+        # output still queued at the end may take them.
+        self.flush_until = now() + min(msg.data and msg.value() or 0, 1e6)
 
     def _force_exit_if_busy(self):
         # Not busy: the main thread is in _finish, waiting (bounded) for
@@ -199,9 +203,18 @@ class ChildContext(object):
         # let the loop drain them.
         for fd in (1, 2):
             os.dup2(self.null, fd)
+        parent = self.parent
         self.loop.run_until(
             lambda: all(p.closed for p in self.pipes) and
-            not self.parent.outbox, 1.0)
+            not parent.outbox, 1.0)
+        # Then what is queued goes until the parent stops waiting for us
+        # (a slow link, or slow handlers of our records in the master,
+        # which reads while it handles none), and nothing more is read.
+        for pipe in self.pipes:
+            if not pipe.closed:
+                pipe.pause(True)
+        self.loop.run_until(lambda: not parent.outbox,
+                            max(0, self.flush_until - now()))
         os._exit(status)
 
 

@@ -202,7 +202,8 @@ class Context(object):
         if not self.is_alive():
             return
         gone = Latch(self.router.loop)
-        msg = Message(self.context_id, self.router.context_id, SHUTDOWN)
+        msg = Message.encoding(self.context_id, self.router.context_id,
+                               SHUTDOWN, timeout)
         # No answer comes: the context's loss fails the wait, as does a
         # refusal on the way (one may not address a sibling).
         msg.reply_to = self.router.expect_reply(self.context_id, gone)

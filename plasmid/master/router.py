@@ -1174,11 +1174,11 @@ class Router:
         deadline = time.monotonic() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once
-        told = self._tell_to_shut_down(set())
+        told = self._tell_to_shut_down(set(), deadline)
         # Starts via others fail as those leave; one that got its context
         # up meanwhile has kept it, to be told now.
         self.starts.wait(deadline)
-        self._tell_to_shut_down(told)
+        self._tell_to_shut_down(told, deadline)
         self._wait_streams_closed(deadline)
         self._stop_loop()
         for stream in list(self.streams):
@@ -1219,15 +1219,17 @@ class Router:
         self.core.lose(list(self.core.routes), 'this process is a fork of '
                        "the master's: its links are the parent's")
 
-    def _tell_to_shut_down(self, told: set) -> set:
+    def _tell_to_shut_down(self, told: set, deadline: float) -> set:
         """Send SHUTDOWN to each live context not in *told*, the deepest
-        first; return the ids told, *told*'s with them."""
+        first, with the seconds left until *deadline* (what it has queued
+        for us may take them); return the ids told, *told*'s with them."""
         for context in list(self.contexts.values())[::-1]:
             if context.is_alive() and context.context_id not in told:
                 told.add(context.context_id)
                 context.note_shut_down()
-                self.core.send(Message(context.context_id, MASTER_ID,
-                                       SHUTDOWN))
+                self.core.send(Message.encoding(
+                    context.context_id, MASTER_ID, SHUTDOWN,
+                    max(0.0, deadline - time.monotonic())))
         return told
 
     def _wait_streams_closed(self, deadline: float) -> None:

@@ -264,6 +264,42 @@ def test_no_output_lost_at_shutdown(caplog: pytest.LogCaptureFixture,
     assert lines == ['burst %d' % i for i in range(500)]
 
 
+class _SlowAtFirst(logging.Handler):
+    """Takes 1.5 s over the first record it sees (a slow disk, terminal
+    or log server), then counts the lines it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.lines:
+            time.sleep(1.5)
+        if getattr(record, 'plasmid_origin', None) == 'stdout':
+            self.lines.append(record.getMessage())
+
+
+def test_output_queued_at_shutdown_waits_for_a_master_that_reads_slowly(
+        ) -> None:
+    """A context exiting gave what it had queued for the master a second,
+    whatever the master's shutdown timeout: 8 MiB printed before a
+    shutdown, read by a master busy for 1.5 s with its first record, lost
+    about half.  SHUTDOWN now says how long the master waits."""
+    handler = _SlowAtFirst()
+    ctx_logger = logging.getLogger('plasmid.ctx.slow-reader')
+    ctx_logger.addHandler(handler)
+    try:
+        router = plasmid.Router()
+        ctx = router.local(name='slow-reader')
+        ctx.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
+        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        router.shutdown(timeout=60)
+    finally:
+        ctx_logger.removeHandler(handler)
+    assert len(handler.lines) == 2000
+    assert handler.lines[-1] == 'x' * 4096 + ' 1999'
+
+
 def test_output_of_via_contexts(caplog: pytest.LogCaptureFixture) -> None:
     with plasmid.Router() as router:
         top = router.local(name='top')
