@@ -118,9 +118,11 @@ class Router(object):
         """Allocate a handle whose single reply from *target_id* sets
         *latch* (with the raw message); fail it if the target is lost."""
         handle = self.alloc_handle()
+        # The handler first: a loss failing the entry meanwhile (another
+        # thread) then takes both, not the entry alone.
+        self.handlers[handle] = (self._on_reply, target_id)
         with self.lock:
             self.pending[handle] = (target_id, latch)
-        self.handlers[handle] = (self._on_reply, target_id)
         if target_id in self.lost:
             self._fail_pending(set([target_id]))
         return handle
