@@ -152,6 +152,7 @@ class Connection(ConnectionBase):
         super().__init__(*args, **kwargs)
         self.client: Optional[Client] = None
         self._vanilla: Optional[ConnectionBase] = None
+        self._ssh_says_closed: Optional[bytes] = None  # _closing_line's
 
     # ------------------------------------------------------ connecting
 
@@ -517,7 +518,7 @@ class Connection(ConnectionBase):
                                               parsed.text))
         return self._as_ssh_ends(*_output_as_bytes(self._call(
             'shell', spec, None, text, in_data, None, None, None, terminal,
-            self._prompt_timeout(), login_shell)))
+            self._prompt_timeout(), login_shell)), terminal)
 
     def _module_env(self, parsed: commands.Command,
                     sudoable: bool) -> Optional[dict]:
@@ -606,11 +607,11 @@ class Connection(ConnectionBase):
             password = plugin.get_option('become_pass')
             password = to_bytes(password) if password else None
         timeout = self._prompt_timeout()
+        terminal = self._terminal(in_data, sudoable)
         rc, out, err = _output_as_bytes(self._call(
             'shell', self._spec(False), None, cmd, in_data, prompt,
             password, to_bytes(success) if success else None,
-            self._terminal(in_data, sudoable), timeout,
-            self.LOGIN_SHELL_RUNS_COMMANDS))
+            terminal, timeout, self.LOGIN_SHELL_RUNS_COMMANDS))
         # Without the marker the become program never got to the command:
         # a kill then was our prompt handling's, not a signal it died of.
         stopped_at_become = bool(success) and to_bytes(success) not in out
@@ -619,7 +620,7 @@ class Connection(ConnectionBase):
         if success:
             out = _without_become_chatter(plugin, to_bytes(success), out)
         return (rc, out, err) if stopped_at_become else \
-            self._as_ssh_ends(rc, out, err)
+            self._as_ssh_ends(rc, out, err, terminal)
 
     def _check_become_failure(self, out: bytes, err: bytes,
                               timeout: int) -> None:
@@ -666,18 +667,37 @@ class Connection(ConnectionBase):
                                os.path.abspath(out_path)),
             lambda: self._vanilla_plugin().fetch_file(in_path, out_path))
 
-    def _as_ssh_ends(self, rc: int, out: bytes,
-                     err: bytes) -> tuple[int, bytes, bytes]:
+    def _as_ssh_ends(self, rc: int, out: bytes, err: bytes,
+                     terminal: Optional[str]) -> tuple[int, bytes, bytes]:
         """A shell command's result as vanilla's ssh gives it.  Our shell
         stands where the login shell does under sshd; when a signal kills
         that, sshd reports the signal, ssh exits 255 and ansible-core's
-        ssh plugin calls the host unreachable."""
+        ssh plugin calls the host unreachable.  A session on a terminal
+        ends with ssh's line saying the connection closed."""
         if rc < 0:
             raise AnsibleConnectionFailure(
                 'Failed to connect to the host via ssh: %s' % _shown(
                     err.decode('utf-8', 'replace'),
                     self._play_context.no_log))
+        if terminal is not None:
+            err += self._closing_line()
         return rc, out, err
+
+    def _closing_line(self) -> bytes:
+        """What vanilla's ssh says as a terminal session ends, by the
+        settings its ssh would use for this login (asked once a task):
+        the configured options as they are, ControlMaster & co. too."""
+        if self._ssh_says_closed is None:
+            from plasmid.ansible import ssh_effective
+            args = _verbosity(self.get_option('verbosity')) \
+                if _SINCE_2_19 else []
+            for option in ('ssh_args', 'ssh_common_args', 'ssh_extra_args'):
+                args += shlex.split(self.get_option(option) or '')
+            self._ssh_says_closed = ssh_effective.closing_line(
+                ssh_effective.settings(
+                    self.get_option('ssh_executable') or 'ssh', args,
+                    self._hostname()))
+        return self._ssh_says_closed
 
     def _as_ssh_takes_255(self, result: tuple, in_data: Optional[bytes]
                           ) -> None:

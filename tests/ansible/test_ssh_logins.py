@@ -160,6 +160,42 @@ def test_unreachable_without_pipelining_set_reads_like_vanilla(
     assert 'Failed to connect to the host via ssh' in said[0][1], said
 
 
+TERMINAL_SESSIONS = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - {name: said, raw: echo hi}
+    - name: failed
+      raw: 'echo oops >&2; exit 4'
+      ignore_errors: true
+    - {name: pipelined, command: echo hi}
+"""
+
+
+def test_ssh_says_a_terminal_session_closed_as_in_vanilla(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """At ssh's default LogLevel (INFO) a session on a terminal (raw,
+    script) ends with ssh's "Shared connection to H closed." through a
+    ControlMaster that stays (ansible's default ssh_args), "Connection to
+    H closed." without one, in the task's stderr; ours said nothing."""
+    inv = inventory(sshd, ansible_account, hosts=('t1', 't2'))
+    for setting in ('ControlMaster=no', 'ControlPath=none', 'LogLevel=ERROR'):
+        inv = inv.replace('-o %s ' % setting, '')
+    assert 'LogLevel' not in inv
+    shared = "ansible_ssh_args='-C -o ControlMaster=auto -o ControlPersist=2s'"
+    inv = inv.replace('t1 ', 't1 %s ' % shared).replace(
+        't2 ', "t2 ansible_ssh_args='-C -o ControlMaster=no' ")
+    vanilla, ours = run_both(ansible_bin, tmp_path, TERMINAL_SESSIONS, inv)
+    host = sshd.server.host
+    said = {key: r['result'].get('stderr')
+            for key, r in vanilla.by_task().items()}
+    assert said[('t1', 'said')] == said[('t1', 'failed')] == \
+        'Shared connection to %s closed.\r\n' % host, said
+    assert said[('t2', 'said')] == said[('t2', 'failed')] == \
+        'Connection to %s closed.\r\n' % host, said
+    assert said[('t1', 'pipelined')] == said[('t2', 'pipelined')] == '', said
+
+
 @pytest.mark.parametrize('option', ['Port=1', 'User=nosuchuser'])
 def test_ssh_args_win_over_the_port_and_user_as_in_vanilla(
         ansible_bin, ansible_account, sshd, tmp_path, option):
