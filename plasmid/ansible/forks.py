@@ -40,6 +40,7 @@ the pristine spare), and a change that merely warms the context
 """
 from __future__ import absolute_import
 import errno
+import fcntl
 import io
 import logging
 import marshal
@@ -476,6 +477,7 @@ def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     try:
         _set_stage(out_w, err_w)
         _let_go_of_links()
+        _keep_from_commands()
         status = _run_main(lambda: main(names_w))[0]
         _report_end(names_w, before, status)
     finally:
@@ -552,6 +554,35 @@ def _let_go_of_links():  # pragma: no cover - in the child
             for fd in set((stream.rfd, stream.wfd)):
                 os.dup2(null, fd)
     os.close(null)
+
+
+def _keep_from_commands():  # pragma: no cover - in the child
+    """Close-on-exec on every descriptor above 2, so that a command the
+    module starts with ``close_fds=False`` inherits fds 0-2 (and what the
+    module opens), as under vanilla, whose module process has 0-2 alone.
+    The links' copies of /dev/null (the core's fork hook and
+    _let_go_of_links put them there by dup2, which makes a descriptor
+    inheritable) would be passed on else.  Marked, not closed: those
+    copies keep the links' fd numbers taken."""
+    fds = set()
+    for listing in ('/proc/self/fd', '/dev/fd'):
+        try:
+            fds.update(int(name) for name in os.listdir(listing))
+            break
+        except OSError:
+            pass
+    here = context_process.current
+    if here is not None:  # where the system lists nothing
+        for stream in [here.parent] + here.children:
+            fds.update((stream.rfd, stream.wfd))
+    for fd in fds:
+        if fd > 2:
+            try:
+                flags = fcntl.fcntl(fd, fcntl.F_GETFD)
+                if not flags & fcntl.FD_CLOEXEC:
+                    fcntl.fcntl(fd, fcntl.F_SETFD, flags | fcntl.FD_CLOEXEC)
+            except (IOError, OSError):  # the listing's own, closed by now
+                pass
 
 
 def _report_end(names_w, before, status):  # pragma: no cover - in the child
