@@ -691,7 +691,14 @@ class Connection(ConnectionBase):
             from plasmid.ansible import ssh_effective
             args = _verbosity(self.get_option('verbosity')) \
                 if _SINCE_2_19 else []
-            for option in ('ssh_args', 'ssh_common_args', 'ssh_extra_args'):
+            args += shlex.split(self.get_option('ssh_args') or '')
+            # The port and user where vanilla puts them (a config's
+            # `Match user` may change what ssh says).
+            port, user = self.get_option('port'), \
+                self.get_option('remote_user')
+            args += ['-o', 'Port=%d' % int(port)] if port else []
+            args += ['-o', 'User=%s' % user] if user else []
+            for option in ('ssh_common_args', 'ssh_extra_args'):
                 args += shlex.split(self.get_option(option) or '')
             self._ssh_says_closed = ssh_effective.closing_line(
                 ssh_effective.settings(

@@ -12,12 +12,14 @@ no ssh of their own to say it.
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from typing import Optional
 
 # ssh's log levels at which it prints the line (INFO is its default).
 _SAYS_CLOSED = {'INFO', 'VERBOSE', 'DEBUG', 'DEBUG1', 'DEBUG2', 'DEBUG3'}
-SETTINGS_TIMEOUT = 10
+SETTINGS_TIMEOUT = 5
 
 
 def settings(ssh: str, args: list[str], host: str) -> Optional[dict]:
@@ -25,16 +27,25 @@ def settings(ssh: str, args: list[str], host: str) -> Optional[dict]:
     in lower case), or None if ``ssh -G`` could not tell (an ssh without
     it, a bad option)."""
     try:
-        ran = subprocess.run([ssh, '-G'] + _as_vanilla_adds(args) +
-                             ['--', host],
-                             stdin=subprocess.DEVNULL,
-                             capture_output=True, timeout=SETTINGS_TIMEOUT)
-    except (OSError, subprocess.SubprocessError):
+        # A session of its own: what a config's `Match exec` starts goes
+        # with ssh if it outlasts the timeout.
+        proc = subprocess.Popen([ssh, '-G'] + _as_vanilla_adds(args) +
+                                ['--', host], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError:
         return None
-    if ran.returncode != 0:
+    try:
+        out, _ = proc.communicate(timeout=SETTINGS_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return None
+    if proc.returncode != 0:
         return None
     found: dict = {}
-    for line in ran.stdout.decode('utf-8', 'replace').splitlines():
+    for line in out.decode('utf-8', 'replace').splitlines():
         name, _, value = line.partition(' ')
         found.setdefault(name, value)
     return found

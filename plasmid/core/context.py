@@ -203,7 +203,7 @@ class Context(object):
             return
         gone = Latch(self.router.loop)
         msg = Message.encoding(self.context_id, self.router.context_id,
-                               SHUTDOWN, timeout)
+                               SHUTDOWN, wait and timeout)
         # No answer comes: the context's loss fails the wait, as does a
         # refusal on the way (one may not address a sibling).
         msg.reply_to = self.router.expect_reply(self.context_id, gone)

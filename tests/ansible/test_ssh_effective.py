@@ -42,3 +42,18 @@ def test_settings_ssh_cannot_give_say_nothing(tmp_path) -> None:
     assert ssh_effective.settings('ssh', ['-o', 'NoSuchOption=1'],
                                   'h') is None
     assert ssh_effective.closing_line(None) == b''
+
+
+def test_a_config_whose_match_exec_hangs_leaves_nothing_running(
+        tmp_path, monkeypatch) -> None:
+    """ssh -G runs a config's `Match exec`: one that hangs is given up
+    with ssh, and the command it started goes too (it was left behind)."""
+    import subprocess
+    monkeypatch.setattr(ssh_effective, 'SETTINGS_TIMEOUT', 0.5)
+    marker = 'plasmid-test-match-exec-%d' % id(tmp_path)
+    config = tmp_path / 'config'
+    config.write_text('Match exec "sleep 30; true %s"\n  LogLevel ERROR\n'
+                      % marker)
+    assert ssh_effective.settings('ssh', ['-F', str(config)], 'h') is None
+    left = subprocess.run(['pgrep', '-f', marker], capture_output=True)
+    assert left.stdout == b'', left.stdout
