@@ -40,7 +40,6 @@ the pristine spare), and a change that merely warms the context
 """
 from __future__ import absolute_import
 import errno
-import fcntl
 import io
 import logging
 import marshal
@@ -49,7 +48,7 @@ import signal
 import struct
 import sys
 
-from plasmid.ansible import baseline
+from plasmid.ansible import baseline, shell_spawn
 from plasmid.core import child as context_process, dispatch
 from plasmid.core.waiting import wait_for
 
@@ -575,14 +574,7 @@ def _keep_from_commands():  # pragma: no cover - in the child
     if here is not None:  # where the system lists nothing
         for stream in [here.parent] + here.children:
             fds.update((stream.rfd, stream.wfd))
-    for fd in fds:
-        if fd > 2:
-            try:
-                flags = fcntl.fcntl(fd, fcntl.F_GETFD)
-                if not flags & fcntl.FD_CLOEXEC:
-                    fcntl.fcntl(fd, fcntl.F_SETFD, flags | fcntl.FD_CLOEXEC)
-            except (IOError, OSError):  # the listing's own, closed by now
-                pass
+    shell_spawn.forbid_inheritance(fds)
 
 
 def _report_end(names_w, before, status):  # pragma: no cover - in the child

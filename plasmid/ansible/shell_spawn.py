@@ -22,6 +22,7 @@ a leaked pipe end would keep a reader waiting for an end that never
 comes.
 """
 import errno
+import fcntl
 import os
 import select
 import signal
@@ -127,7 +128,7 @@ class Started(object):
 def _spawn(path, argv, env, file_actions):
     """posix_spawn *path* with *argv* as sshd starts a command; its pid,
     or None where this libc cannot setsid in posix_spawn (nothing ran)."""
-    _forbid_inheritance()
+    forbid_inheritance()
     try:
         return os.posix_spawn(path, argv, env, setsid=True,
                               setsigdef=DEFAULT_SIGNALS,
@@ -136,17 +137,21 @@ def _spawn(path, argv, env, file_actions):
         return None
 
 
-def _forbid_inheritance():
-    """Make every descriptor above 2 non-inheritable (the pipes for the
-    command are already: os.pipe makes them so, and the dup2s give the
-    command inheritable copies)."""
-    for name in os.listdir('/proc/self/fd'):
-        fd = int(name)
+def forbid_inheritance(fds=None):
+    """Mark close-on-exec every descriptor above 2 among *fds*, by default
+    those /proc/self/fd lists, so that a command started next inherits
+    only what is given it (fds 0-2, or posix_spawn's dup2s: os.pipe's ends
+    are close-on-exec already, a dup2's copy is not).  Python 2.7-compatible,
+    for the module processes of :mod:`plasmid.ansible.forks` too."""
+    if fds is None:
+        fds = [int(name) for name in os.listdir('/proc/self/fd')]
+    for fd in fds:
         if fd > 2:
             try:
-                if os.get_inheritable(fd):
-                    os.set_inheritable(fd, False)
-            except OSError:  # the listing's own descriptor, now closed
+                flags = fcntl.fcntl(fd, fcntl.F_GETFD)
+                if not flags & fcntl.FD_CLOEXEC:
+                    fcntl.fcntl(fd, fcntl.F_SETFD, flags | fcntl.FD_CLOEXEC)
+            except (IOError, OSError):  # the listing's own, closed by now
                 pass
 
 
