@@ -300,6 +300,28 @@ def test_output_queued_at_shutdown_waits_for_a_master_that_reads_slowly(
     assert handler.lines[-1] == 'x' * 4096 + ' 1999'
 
 
+def test_an_intermediary_shut_down_gives_its_children_its_flush_time(
+        ) -> None:
+    """An intermediary told to shut down told its own children to with no
+    flush time (a second): a child's output queued behind a slow master
+    was lost, half of it.  It now passes on most of the time it got."""
+    handler = _SlowAtFirst()
+    ctx_logger = logging.getLogger('plasmid.ctx.slow-below')
+    ctx_logger.addHandler(handler)
+    try:
+        router = plasmid.Router()
+        top = router.local(name='slow-top')
+        below = router.local(name='slow-below', via=top)
+        below.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
+        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        top.shutdown(timeout=60)
+        router.shutdown()
+    finally:
+        ctx_logger.removeHandler(handler)
+    assert len(handler.lines) == 2000
+    assert handler.lines[-1] == 'x' * 4096 + ' 1999'
+
+
 def test_output_of_via_contexts(caplog: pytest.LogCaptureFixture) -> None:
     with plasmid.Router() as router:
         top = router.local(name='top')
