@@ -367,6 +367,17 @@ def _sending_through(core: CoreRouter) -> Iterator[None]:
         _SENDING.core = None
 
 
+class ViaLost(ConnectError, ContextLost):
+    """A start through an intermediary that is gone, or went away while
+    the context started: the start failed (ConnectError) because a hop
+    was lost (ContextLost), so code that catches either around a start
+    sees it.  ``said`` is the loss's, ``output`` empty."""
+
+    def __init__(self, message: str, said: str = '') -> None:
+        ConnectError.__init__(self, message)
+        self.said = said
+
+
 class ReferencedContext(Context):
     """A context that a message named and this master did not start (or
     has forgotten since it was shut down): its calls' futures check their
@@ -907,8 +918,8 @@ class Router:
             raise ConnectError('this router has been shut down')
         self._check_via(via)
         if via is not None and not via.is_alive():
-            raise ContextLost('cannot start a context via %s: it is gone'
-                              % via.name)
+            raise ViaLost('cannot start a context via %s: it is gone'
+                          % via.name)
         connect_timeout = _checked_seconds('connect_timeout', connect_timeout,
                                            LONGEST_CONNECT_TIMEOUT)
         if name is not None and not isinstance(name, str):
@@ -1038,6 +1049,9 @@ class Router:
                     '(its own limit for the start was %ds)' % (
                         spec['name'], via.name, via.name, longest,
                         own_limit)) from None
+            if isinstance(exc, ContextLost):
+                raise ViaLost('cannot start %s via %s: %s' % (
+                    spec['name'], via.name, exc), exc.said) from exc
             raise
         if isinstance(info, ConnectError):  # the start failed there
             self.core.lose([new_id], 'start-up failed')

@@ -378,8 +378,9 @@ def test_killing_the_middle_of_a_via_chain(router: plasmid.Router) -> None:
         expect_lost(ctx.call_async(local_fns.getpid))
         with pytest.raises(plasmid.ContextLost):
             ctx.call_no_reply(local_fns.getpid)
-    with pytest.raises(plasmid.ContextLost):
+    with pytest.raises(plasmid.ContextLost) as gone:
         router.local(via=bottom)
+    assert isinstance(gone.value, plasmid.ConnectError)  # a failed start
     # The bottom context lost its parent and must have ended itself.
     assert wait_gone([bottom.info['pid']], LOST_WITHIN) == set()
     for ctx in (top, sibling, unrelated):
@@ -544,6 +545,25 @@ def slow_python(seconds: float) -> list[str]:
     """A python_path whose interpreter starts *seconds* late (sh sleeps
     first): a start of it is surely under way for that long."""
     return ['sh', '-c', 'sleep %g; exec "$0" "$@"' % seconds, sys.executable]
+
+
+def test_an_intermediary_lost_mid_start_fails_the_start_as_both_errors(
+        router: plasmid.Router) -> None:
+    """A start through an intermediary killed while it started raised
+    ContextLost alone: code catching ConnectError around its starts (a
+    context could not be started) missed it.  It is both now, as is a
+    start through one already gone."""
+    top = router.local(name='killed-mid-start')
+    killer = threading.Timer(1.0, os.kill, (top.info['pid'], signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(plasmid.ConnectError) as failed:
+            router.local(via=top, python_path=slow_python(3))
+    finally:
+        killer.cancel()
+    assert isinstance(failed.value, plasmid.ContextLost)
+    assert 'via killed-mid-start' in str(failed.value)
+    assert failed.value.said == 'python3 was killed by signal 9'
 
 
 def start_in_thread(start) -> tuple[threading.Thread, dict]:
