@@ -25,6 +25,7 @@ import errno
 import logging
 import os
 import re
+import select
 import sys
 import time
 import zlib
@@ -689,7 +690,10 @@ class ExitWatch(object):
     doas become it).  It is seen through a pidfd where there is one (Linux
     5.3+, Python 3.9+), else by asking every EXIT_POLL seconds: the link
     gets EXITED_LINK_WAIT to deliver what was written before the exit and
-    to end by itself, then it is ended as if its output had.
+    to end by itself, then it is ended as if its output had.  Not when no
+    writer is left (POLLHUP): then it ends by itself once read, which a
+    link paused by Stream.hold is not, for now (its pipe still holds the
+    program's last output); nor while it is paused.
     """
 
     def __init__(self, loop, stream, proc):
@@ -731,11 +735,28 @@ class ExitWatch(object):
             self.loop.call_later(EXITED_LINK_WAIT, self._end_link)
 
     def _end_link(self):
-        if not self.stream.closed:
-            logging.getLogger(__name__).warning(
-                '%r: its program has exited, but another process holds the '
-                'link open: ending it', self.stream)
-            self.stream.end_of_input()
+        if self.stream.closed or self._writers_gone():
+            # Nobody holds the link: it ends by itself once read.  Paused
+            # (Stream.hold: our parent reads slowly), its pipe still holds
+            # what the program wrote before it exited.
+            return
+        if self.stream.paused:  # not read for now: give it its time then
+            self.loop.call_later(EXITED_LINK_WAIT, self._end_link)
+            return
+        logging.getLogger(__name__).warning(
+            '%r: its program has exited, but another process holds the '
+            'link open: ending it', self.stream)
+        self.stream.end_of_input()
+
+    def _writers_gone(self):
+        """Whether every process that could write to the link has closed
+        it: POLLHUP, which comes even while data waits unread."""
+        poller = select.poll()
+        poller.register(self.stream.rfd, select.POLLIN)
+        try:
+            return any(event & select.POLLHUP for _, event in poller.poll(0))
+        except (select.error, OSError):
+            return False
 
 
 class ErrorOutput(object):

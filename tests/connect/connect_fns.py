@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 
 
@@ -223,3 +224,31 @@ def status_of_false():
     ignored: the kernel reaps it before the wait)."""
     import subprocess
     return subprocess.call(['false'])
+
+
+def pause_reading_children(paused):
+    """In an intermediary: stop (or resume) reading its children's links,
+    as Stream.hold does while its parent reads slowly.  How many."""
+    from plasmid.core import child
+    here = child.current
+    done = threading.Event()
+
+    def on_the_loop():
+        for stream in here.children:
+            stream.pause(paused)
+        done.set()
+    here.loop.defer(on_the_loop)
+    done.wait(10)
+    return len(here.children)
+
+
+def print_then_exit(count):
+    """Print *count* lines, wait until the link to our parent has taken
+    them all (in its pipe), then exit at once."""
+    from plasmid.core import child
+    for i in range(count):
+        print('line %d' % i)
+    deadline = time.time() + 30
+    while child.current.parent.outbox and time.time() < deadline:
+        time.sleep(0.01)
+    os._exit(0)

@@ -1,6 +1,7 @@
 """plasmid.connect.spawn: the first stage, and clean failures of connect()."""
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import shlex
@@ -507,3 +508,31 @@ def test_a_context_started_from_a_context_gets_no_coerced_locale(
         below = router.local(via=hop, python_path=require_python('3.12'))
         # Coerced itself, as a start from a shell would be: not given it.
         assert tuple(below.call(connect_fns.locale_mode)) == ('C.UTF-8', 1)
+
+
+@pytest.mark.parametrize('version', ['2.7', 'master'])
+def test_what_a_child_wrote_before_exiting_waits_while_its_link_is_paused(
+        caplog, version: str) -> None:
+    """An intermediary whose parent reads slowly stops reading its
+    children's links (Stream.hold); a child that exited meanwhile had its
+    link ended 0.25 s later with what it wrote still unread in the pipe,
+    as if another process held the link: its last output was lost."""
+    caplog.set_level(logging.INFO, logger='plasmid')
+    with plasmid.Router() as router:
+        python = require_python(version)
+        top = router.local(name='pausing', python_path=python)
+        below = router.local(name='exiting', via=top, python_path=python)
+        assert below.call(connect_fns.getpid)
+        assert top.call(connect_fns.pause_reading_children, True) == 1
+        below.call_no_reply(connect_fns.print_then_exit, 200)
+        time.sleep(1.5)  # it exits; ExitWatch's 0.25 s pass, nothing read
+        top.call(connect_fns.pause_reading_children, False)
+        deadline = time.monotonic() + 10
+        while below.is_alive() and time.monotonic() < deadline:
+            top.call(connect_fns.sleep, 0.05)  # the master's loop runs
+        assert not below.is_alive()  # its link ended once read
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == 'plasmid.ctx.exiting']
+    assert lines == ['line %d' % i for i in range(200)]
+    assert not [r for r in caplog.records
+                if 'another process holds' in r.getMessage()]
