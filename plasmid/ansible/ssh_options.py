@@ -138,13 +138,15 @@ OPTIONS = {'host': {'default': 'inventory_hostname',
                  'type': 'string',
                  'vars': [{'name': 'ansible_user'},
                           {'name': 'ansible_ssh_user'}]},
- 'ssh_args': {'default': '-C',
+ 'ssh_args': {'default': '-C -o ControlMaster=auto -o ControlPersist=60s',
               'description': ['Arguments for every ssh command line. '
                               'ControlMaster, ControlPersist and ControlPath '
                               'options are dropped, since each interpreter '
-                              'keeps its own ssh.',
-                              'The default asks for compression, as the ssh '
-                              "plugin's default does."],
+                              'keeps its own ssh; they still decide what ssh '
+                              "is said to print as a raw or script command's "
+                              'session ends, as under the ssh plugin.',
+                              "The default is the ssh plugin's (compression "
+                              'and a control master).'],
               'env': [{'name': 'ANSIBLE_SSH_ARGS'}],
               'ini': [{'key': 'ssh_args', 'section': 'ssh_connection'}],
               'type': 'string',

@@ -147,10 +147,12 @@ options:
   ssh_args:
     description:
       - Arguments for every ssh command line. ControlMaster, ControlPersist and
-        ControlPath options are dropped, since each interpreter keeps its own ssh.
-      - The default asks for compression, as the ssh plugin's default does.
+        ControlPath options are dropped, since each interpreter keeps its own ssh;
+        they still decide what ssh is said to print as a raw or script command's
+        session ends, as under the ssh plugin.
+      - The default is the ssh plugin's (compression and a control master).
     type: string
-    default: '-C'
+    default: '-C -o ControlMaster=auto -o ControlPersist=60s'
     ini:
       - section: ssh_connection
         key: ssh_args
