@@ -116,9 +116,37 @@ def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:
     while words and compiled(_ASSIGNMENT).match(words[0]):
         key, _, value = words.pop(0).partition('=')
         env[key] = value
-    if len(words) != 1 or any(c in text for c in ';&|<>`$('):
+    if len(words) != 1 or not _words_alone(text):
         return {}, None
     return env, words[0]
+
+
+# What sh reads as more than a word's text outside quotes: separators,
+# redirections, expansions, globs, a comment.
+_SPECIAL = ';&|<>()$`*?[~#\n'
+
+
+def _words_alone(text: str) -> bool:
+    """Whether sh would take *text* as words only, as shlex does: no
+    special character outside quotes and no expansion inside double ones
+    (shlex.quote puts a value in single quotes, with its own single
+    quotes between double ones)."""
+    quote = None
+    chars = iter(text)
+    for char in chars:
+        if quote == "'":
+            quote = None if char == "'" else quote
+        elif char == '\\':
+            next(chars, None)
+        elif quote == '"':
+            if char in '$`':
+                return False
+            quote = None if char == '"' else quote
+        elif char in '\'"':
+            quote = char
+        elif char in _SPECIAL:
+            return False
+    return quote is None
 
 
 def _split(text: str) -> Optional[list]:

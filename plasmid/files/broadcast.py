@@ -24,8 +24,9 @@ from plasmid.files import relay
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures,
                                     LocalPath, Path, answer_by,
                                     check_arguments, chunk_within_budget,
-                                    local_path_of, remote_path_of,
-                                    temp_beside, unique_contexts)
+                                    local_path_of, open_source,
+                                    remote_path_of, temp_beside,
+                                    unique_contexts)
 
 Node = list  # [context, here, below]: see plasmid.files.relay
 
@@ -49,7 +50,7 @@ def broadcast_file(contexts: Iterable[Context], local_path: LocalPath,
     remote_path = remote_path_of(remote_path)
     check_arguments(mode, chunk_size, window, timeout)
     temp = temp_beside(remote_path)
-    with open(local_path_of(local_path), 'rb') as source:
+    with open_source(local_path_of(local_path)) as source:
         if not targets:
             return os.fstat(source.fileno()).st_size
         plan = plan_for(targets)

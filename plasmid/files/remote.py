@@ -7,6 +7,7 @@ master sends a file's chunks ahead without waiting for each answer.
 """
 from __future__ import absolute_import
 import errno
+import fcntl
 import os
 import stat
 
@@ -35,13 +36,13 @@ def _write(temp, path, data, offset):
         flags |= os.O_CREAT | os.O_EXCL
     try:
         fd = os.open(native(temp), flags, 0o600)
-    except OSError as exc:  # name the file the caller knows of
-        exc.filename = path
+        try:
+            write_at(fd, data, offset)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # name the file the caller knows of (a full
+        exc.filename = path  # disk said "No space left on device" alone)
         raise
-    try:
-        write_at(fd, data, offset)
-    finally:
-        os.close(fd)
     return len(data)
 
 
@@ -171,9 +172,14 @@ def discard(temp):
         pass
 
 
-def read(path, offset, size):
-    """*size* bytes of *path* from *offset*: fewer only at its end."""
-    fd = os.open(native(path), os.O_RDONLY)
+def read(path, offset, size, regular_only=False):
+    """*size* bytes of *path* from *offset*: fewer only at its end.
+    *regular_only* (the file copies'): a source that is no regular file
+    is refused (see :func:`open_regular`)."""
+    if regular_only:
+        fd = open_regular(path)
+    else:
+        fd = os.open(native(path), os.O_RDONLY)
     try:
         return _read_at(fd, offset, size)
     except OSError as exc:  # a directory opens, and its read names no file
@@ -193,3 +199,39 @@ def _read_at(fd, offset, size):
         pieces.append(piece)
         size -= len(piece)
     return b''.join(pieces)
+
+
+def open_regular(path):
+    """A descriptor reading *path*, which must be a regular file (or a
+    symbolic link to one); else an OSError naming *path*: "Is a directory"
+    as open() says it, or that it is a named pipe, a device or a socket.
+    Opening a named pipe waited for a writer for ever (a fetch's wedged
+    the context's calls; a put's ignored its timeout), and a device could
+    stream for ever: such a file is never opened (stat first), and one
+    swapped in meanwhile opens without waiting and is refused as well."""
+    try:
+        _check_regular(os.stat(native(path)).st_mode, path)
+        fd = os.open(native(path), os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:  # name the file the caller knows of
+        exc.filename = path
+        raise
+    try:
+        _check_regular(os.fstat(fd).st_mode, path)
+        # Regular: O_NONBLOCK means nothing to its reads, but cleared all
+        # the same for whoever reads it.
+        fcntl.fcntl(fd, fcntl.F_SETFL,
+                    fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_regular(mode, path):
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):  # as open() says it
+        raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    kinds = [kind for is_kind, kind in _NOT_REPLACED if is_kind(mode)]
+    raise OSError(errno.EINVAL, 'it is %s, not a regular file: not copied'
+                  % (kinds or ['something else'])[0], path)

@@ -84,7 +84,7 @@ def put_file(context: Context, local_path: LocalPath, remote_path: Path,
     check_arguments(mode, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
     temp = temp_beside(remote_path)
-    with open(local_path_of(local_path), 'rb') as source:
+    with open_source(local_path_of(local_path)) as source:
         first = source.read(chunk_size)
         if len(first) < chunk_size:
             return context.call_async(remote.put_whole, temp, remote_path,
@@ -121,6 +121,20 @@ def fetch_file(context: Context, remote_path: Path, local_path: LocalPath,
         fetch.abandon()
         raise
     return fetch.size
+
+
+def open_source(path: str):
+    """The local file *path* to copy, open for reading: a named pipe, a
+    device, a socket or a directory is refused with an OSError naming it
+    (:func:`remote.open_regular`), as the target refuses one to fetch.  A
+    named pipe without a writer held the copy in open() for ever, whatever
+    its timeout, and a device like /dev/zero would never end."""
+    fd = remote.open_regular(path)
+    try:
+        return os.fdopen(fd, 'rb')
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def fitting_chunk(context: Context, chunk_size: int) -> int:
@@ -314,7 +328,8 @@ class _Reader:
         """Send reads until *window* of them are on their way."""
         while not self.ended and len(self.asked) < self.window:
             self.asked.append(self.context.call_async(
-                remote.read, self.path, self.offset, self.chunk_size))
+                remote.read, self.path, self.offset, self.chunk_size,
+                True))  # regular_only: a named pipe would wedge the context
             self.offset += self.chunk_size
 
     def next_chunk(self, deadline: Optional[float]) -> bytes:
@@ -354,25 +369,32 @@ class Fetch:
         """Write the next chunk, its answer waited for until *deadline*
         (see :func:`deadline_after`); True once the file is in place."""
         chunk = self.reads.next_chunk(deadline)
-        if self.out is None:
-            try:
+        try:
+            if self.out is None:
                 remote.check_replaceable(self.local_path)
                 self.out = open(self.temp, 'xb')
-            except OSError as exc:  # name the file the caller knows of
-                exc.filename = self.local_path
-                raise
-        self.out.write(chunk)
-        self.size += len(chunk)
-        if not self.reads.ended:
-            return False
-        self.out.close()
+            self.out.write(chunk)
+            self.size += len(chunk)
+            if not self.reads.ended:
+                return False
+            self.out.close()
+        except OSError as exc:  # name the file the caller knows of (a
+            exc.filename = self.local_path  # full disk named none)
+            raise
         # As a put ends on the target: the mode kept or a new file's,
         # renamed into place whole, or the temporary file removed.
         remote.commit(self.temp, self.local_path, None, self.size)
         return True
 
     def abandon(self) -> None:
-        """Remove the temporary file."""
-        if self.out is not None:
-            self.out.close()
-        remote.discard(self.temp)
+        """Remove the temporary file.  Never raises for the clean-up: it
+        runs as a failure is raised, and closing flushes what is buffered,
+        which on a full disk failed again, took that failure's place and
+        left the temporary file (and stopped a gather's other clean-ups)."""
+        try:
+            if self.out is not None:
+                self.out.close()  # the descriptor is closed even if not
+        except Exception:         # the flush
+            pass
+        finally:
+            remote.discard(self.temp)

@@ -28,9 +28,12 @@ AnsibleModule(argument_spec={}).exit_json(env=dict(os.environ))
 WAYS = {
     'plain': '',
     'sudo': '      become: true\n',
-    # The task's variables follow the marker in vanilla's sudo command.
+    # The task's variables follow the marker in vanilla's sudo command;
+    # characters special to sh, quoted there, made ours run the module
+    # from its script, which sudo named instead.
     'sudo with environment': ('      become: true\n'
-                              '      environment: {GREETING: hello there}\n'),
+                              "      environment: {GREETING: 'hello $there;"
+                              " (x)'}\n"),
     'su': ('      become: true\n      become_method: su\n'
            '      become_user: %s\n'
            '      vars: {ansible_become_password: %s}\n'
@@ -115,7 +118,7 @@ def test_the_environment_under_become_is_vanillas(
     assert vanilla['sudo module']['SUDO_COMMAND'].startswith(
         '/bin/sh -c echo BECOME-SUCCESS-')
     assert vanilla['sudo with environment module']['SUDO_COMMAND'] \
-        .endswith(" ; GREETING='hello there' /usr/bin/python3")
+        .endswith(" ; GREETING='hello $there; (x)' /usr/bin/python3")
     # Ours names each task's own command, marker and all.
     assert ours['sudo module']['SUDO_COMMAND'] != \
         ours['sudo command']['SUDO_COMMAND']

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import shlex
 
 import pytest
 
@@ -16,6 +17,13 @@ def sudo_wrapped(inner: str, sleep: bool) -> str:
     tail = ' && sleep 0' if sleep else ''
     return ("/bin/sh -c 'sudo -H -S -n  -u root /bin/sh -c '\"'\"'echo %s ; "
             "%s'\"'\"'%s'" % (SUCCESS, inner, tail))
+
+
+def quoted_as_ansible(inner: str) -> str:
+    """*inner* under sudo, each level quoted as ansible-core quotes it."""
+    become = 'sudo -H -S -n  -u root /bin/sh -c %s' % shlex.quote(
+        'echo %s ; %s' % (SUCCESS, inner))
+    return '/bin/sh -c %s' % shlex.quote(become)
 
 
 @pytest.mark.parametrize('sleep', [True, False])  # 2.18-2.20, 2.21
@@ -33,6 +41,31 @@ def test_environment_before_the_interpreter() -> None:
     assert not parsed.become
     assert parsed.env == {'FOO': 'bar baz', 'LANG': 'C.UTF-8'}
     assert parsed.interpreter == '/usr/bin/python3'
+
+
+@pytest.mark.parametrize('value', ['a$b', 'a;b', '(x) | y', "it's", 'a`b`',
+                                   '~root *'])
+def test_environment_values_quoted_as_ansible_quotes_them(value: str) -> None:
+    """ansible-core puts a value in single quotes (shlex.quote): its
+    characters are no shell syntax there.  Ours took any of ``;&|<>`$(``
+    anywhere for a command it could not run itself."""
+    inner = 'FOO=%s /usr/bin/python3' % shlex.quote(value)
+    parsed = commands.parse(quoted_as_ansible(inner), SUCCESS)
+    assert parsed.interpreter == '/usr/bin/python3'
+    assert parsed.env == {'FOO': value}
+
+
+@pytest.mark.parametrize('inner', [
+    'FOO=a$b /usr/bin/python3',           # an expansion
+    'FOO="$b" /usr/bin/python3',          # inside double quotes too
+    'FOO=~ /usr/bin/python3',             # a tilde, expanded in assignments
+    "FOO=\"\\'\"x;y'' /usr/bin/python3",  # a separator between quotes
+    'FOO=1\n/usr/bin/python3',             # a newline: two commands
+])
+def test_shell_syntax_outside_single_quotes_is_no_bare_interpreter(
+        inner: str) -> None:
+    assert commands.parse(quoted_as_ansible(inner), SUCCESS).interpreter \
+        is None
 
 
 def test_plain_shell_command_keeps_its_text() -> None:

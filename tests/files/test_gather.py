@@ -3,9 +3,12 @@ local file of its own, all of them reading at once; the failures of some
 do not stop the others."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import subprocess
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -189,3 +192,66 @@ def test_a_nul_in_the_remote_path_is_refused(router, tmp_path) -> None:
 def test_no_contexts_copy_nothing(tmp_path) -> None:
     assert plasmid.gather_file([], 'data', tmp_path / '{name}') == {}
     assert os.listdir(tmp_path) == []
+
+
+@contextlib.contextmanager
+def small_disk(folder) -> Iterator[Any]:
+    """*folder*, a file system of 1 MiB of its own (a tmpfs) for the
+    block: a disk that fills up.  Mounting needs root (as in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root to mount a small tmpfs')
+    folder.mkdir()
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs',
+                    str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(['umount', '-l', str(folder)], check=True)
+
+
+def test_a_full_disk_here_fails_that_copy_alone(router, tmp_path) -> None:
+    """A copy that filled the disk raised a bare OSError (its clean-up's
+    close() failed again), not CopyFailures, and left its temporary file;
+    the others' clean-ups stopped at the first that raised."""
+    small = [serving(router.local(name='small %d' % i), tmp_path / str(i),
+                     os.urandom(10000)) for i in range(2)]
+    big = serving(router.local(name='big'), tmp_path / 'b',
+                  os.urandom(3 << 20))
+    with small_disk(tmp_path / 'disk') as disk:
+        with pytest.raises(plasmid.CopyFailures) as caught:
+            plasmid.gather_file([small[0], big, small[1]], 'data',
+                                disk / '{name}', chunk_size=CHUNK)
+        assert list(caught.value.failures) == [big]
+        error = caught.value.failures[big]
+        assert isinstance(error, OSError) and error.errno == errno.ENOSPC
+        assert error.filename == str(disk / 'big')
+        assert caught.value.copied == {context: 10000 for context in small}
+        assert sorted(os.listdir(disk)) == ['small 0', 'small 1']
+
+
+def test_a_pipe_to_read_fails_that_copy_alone(router, tmp_path) -> None:
+    """Its open() waited for a writer for ever: that context's copy timed
+    out, and every later call to it queued behind the open."""
+    fine = serving(router.local(name='fine'), tmp_path / 'f', b'data')
+    piped = router.local(name='piped')
+    os.makedirs(tmp_path / 'p')
+    os.mkfifo(tmp_path / 'p' / 'data')
+    piped.call(os.chdir, str(tmp_path / 'p'))
+    (tmp_path / 'here').mkdir()
+    try:
+        with pytest.raises(plasmid.CopyFailures) as caught:
+            plasmid.gather_file([fine, piped], 'data',
+                                tmp_path / 'here' / '{name}', timeout=30)
+        error = caught.value.failures[piped]
+        assert isinstance(error, plasmid.CallError), error
+        assert "it is a named pipe, not a regular file: not copied: " \
+            "'data'" in error.message
+        assert caught.value.copied == {fine: 4}
+        assert os.listdir(tmp_path / 'here') == ['fine']
+        assert piped.call_async(os.getpid).result(30) == piped.info['pid']
+    finally:
+        try:  # a reader stuck opening it goes on
+            os.close(os.open(tmp_path / 'p' / 'data',
+                             os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass

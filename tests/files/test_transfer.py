@@ -3,11 +3,14 @@ contexts in chunks, a bounded number on their way, and appear whole or not
 at all."""
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, Iterator
 
@@ -540,3 +543,124 @@ def test_an_interrupted_put_to_a_context_that_does_not_answer_returns(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         'interrupted; context state T', 'left []'], done.stdout
+
+
+@contextlib.contextmanager
+def small_disk(folder) -> Iterator[Any]:
+    """*folder*, a file system of 1 MiB of its own (a tmpfs) for the
+    block: a disk that fills up.  Mounting needs root (as in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip('needs root to mount a small tmpfs')
+    folder.mkdir()
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs',
+                    str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(['umount', '-l', str(folder)], check=True)
+
+
+def test_a_fetch_onto_a_full_disk_names_it_and_leaves_no_temporary(
+        router, tmp_path) -> None:
+    """The write failed with ENOSPC; the clean-up's close() flushed what
+    was buffered, failed again and raised before the temporary file was
+    removed: it stayed, and the error named no path."""
+    ctx = router.local()
+    (tmp_path / 'big').write_bytes(os.urandom(3 << 20))
+    with small_disk(tmp_path / 'disk') as disk:
+        with pytest.raises(OSError) as caught:
+            plasmid.fetch_file(ctx, str(tmp_path / 'big'), disk / 'big',
+                               chunk_size=CHUNK)
+        assert caught.value.errno == errno.ENOSPC
+        assert caught.value.filename == str(disk / 'big')
+        assert os.listdir(disk) == []
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+@pytest.mark.parametrize('chunk_size', [4 << 20, CHUNK])
+def test_a_full_disk_on_the_target_names_the_destination(
+        router, tmp_path, version, chunk_size) -> None:
+    """In one call and streamed: it said "[Errno 28] No space left on
+    device" alone, where a failure to open names the path."""
+    ctx = router.local(python_path=version and require_python(version))
+    (tmp_path / 'big').write_bytes(os.urandom(2 << 20))
+    with small_disk(tmp_path / 'disk') as disk:
+        with pytest.raises(plasmid.CallError) as caught:
+            plasmid.put_file(ctx, tmp_path / 'big', str(disk / 'big'),
+                             chunk_size=chunk_size)
+        assert caught.value.type_name == 'OSError'
+        assert "No space left on device: '%s'" % (disk / 'big') in \
+            caught.value.message, caught.value.message
+        assert os.listdir(disk) == []
+
+
+def _unblock(pipe) -> None:
+    """Let a reader stuck opening *pipe* go on (it then reads its end)."""
+    try:
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader there: nothing is stuck
+        pass
+
+
+@pytest.mark.parametrize('version', [None, '2.7'])
+def test_a_fetch_of_a_pipe_or_a_device_is_refused_naming_it(
+        router, tmp_path, version) -> None:
+    """Its open() waited for a writer for ever: the fetch timed out and
+    every later call to the context queued behind it.  /dev/null was
+    copied as an empty file (/dev/zero would never end)."""
+    ctx = router.local(python_path=version and require_python(version))
+    pipe = tmp_path / 'pipe'
+    os.mkfifo(pipe)
+    try:
+        for source, kind in ((pipe, 'a named pipe'),
+                             ('/dev/null', 'a character device')):
+            with pytest.raises(plasmid.CallError) as caught:
+                plasmid.fetch_file(ctx, str(source), tmp_path / 'got',
+                                   timeout=30)
+            assert caught.value.type_name == 'OSError'
+            assert "it is %s, not a regular file: not copied: '%s'" % (
+                kind, source) in caught.value.message, caught.value
+            # The context still answers.
+            assert ctx.call_async(os.getpid).result(30) == ctx.info['pid']
+        assert sorted(os.listdir(tmp_path)) == ['pipe']
+    finally:
+        _unblock(pipe)
+
+
+@pytest.mark.parametrize('copy', ['put_file', 'broadcast_file'])
+def test_a_local_pipe_or_device_is_refused_before_anything_moves(
+        router, tmp_path, copy) -> None:
+    """A named pipe without a writer held the copy in open() for ever,
+    its timeout notwithstanding; /dev/null was copied as an empty file.
+    A directory still fails as open() says it."""
+    ctx = router.local()
+    pipe = tmp_path / 'pipe'
+    os.mkfifo(pipe)
+    (tmp_path / 'dir').mkdir()
+    there = tmp_path / 'there'
+    there.mkdir()
+    copied = getattr(plasmid, copy)
+    target = ctx if copy == 'put_file' else [ctx]
+    for source, error, words in (
+            (pipe, OSError, 'it is a named pipe, not a regular file'),
+            ('/dev/null', OSError,
+             'it is a character device, not a regular file'),
+            (tmp_path / 'dir', IsADirectoryError, 'Is a directory')):
+        caught: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                copied(target, source, str(there / 'file'), timeout=5)
+            except BaseException as exc:
+                caught.append(exc)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(60)  # a guard only: refused, it returns at once
+        if thread.is_alive():
+            _unblock(pipe)
+            thread.join()
+            pytest.fail('%s from %s did not return' % (copy, source))
+        assert len(caught) == 1 and type(caught[0]) is error, caught
+        assert caught[0].filename == str(source)
+        assert words in str(caught[0])
+    assert os.listdir(there) == []
