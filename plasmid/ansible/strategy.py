@@ -104,6 +104,7 @@ class ThreadedTasks:
     (``__init__`` and ``_queue_task``), which every builtin shares."""
 
     plasmid_name = ''  # the plugin's full name, for the fallback warning
+    builtin_name = ''  # the builtin it runs as
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -115,6 +116,17 @@ class ThreadedTasks:
             # Not with forked workers: one forked while the starting thread
             # holds the start-up lock would keep it held, and wait for it.
             client.start_broker_early()
+
+    def run(self, iterator, play_context):
+        # Some ask the play's strategy by its builtin name: the default
+        # callback (free and host_pinned print a task's banner with its
+        # first result), ansible-core's debugger (a run_once task's redo
+        # under linear).  The play is this run's copy, made after the
+        # strategy was loaded by our name.
+        play = getattr(iterator, '_play', None)
+        if play is not None:
+            play.strategy = self.builtin_name
+        return super().run(iterator, play_context)
 
     def _queue_task(self, host, task, task_vars, play_context):
         queue = super()._queue_task
@@ -131,15 +143,18 @@ class StrategyModule(ThreadedTasks, LinearStrategy):
     """linear, with threaded workers and the connection plugin loaded."""
 
     plasmid_name = 'plasmid.accel.linear'
+    builtin_name = 'linear'
 
 
 class FreeStrategyModule(ThreadedTasks, FreeStrategy):
     """free: each host runs its tasks as fast as it can, on threads."""
 
     plasmid_name = 'plasmid.accel.free'
+    builtin_name = 'free'
 
 
 class HostPinnedStrategyModule(ThreadedTasks, HostPinnedStrategy):
     """host_pinned: free, keeping a worker slot per host until it is done."""
 
     plasmid_name = 'plasmid.accel.host_pinned'
+    builtin_name = 'host_pinned'

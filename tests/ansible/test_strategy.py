@@ -9,7 +9,9 @@ import json
 import os
 import subprocess
 
-from runner import run_probe
+import pytest
+
+from runner import inventory, run_playbook, run_probe
 
 LOADED = """
 import importlib, json
@@ -68,3 +70,42 @@ def test_each_plugin_documents_itself(ansible_bin):
         assert shown.stdout.startswith(
             '> %s plasmid.accel.%s ' % (kind.upper(), name)), shown.stdout
         assert 'ERROR' not in shown.stderr, shown.stderr
+
+
+BANNERS = """
+- hosts: targets
+  strategy: %s
+  gather_facts: false
+  tasks:
+    - name: first
+      command: sleep {{ 2 if inventory_hostname == 't1' else 0 }}
+    - name: second
+      command: echo two
+"""
+
+
+def _shown(output: str) -> list[str]:
+    """The banners and results the default callback printed."""
+    return [line.split(' *')[0] for line in output.splitlines()
+            if line.startswith(('TASK [', 'PLAY [', 'changed: '))]
+
+
+@pytest.mark.parametrize('name', ['linear', 'free', 'host_pinned'])
+def test_the_default_callback_shows_results_as_under_the_builtin(
+        ansible_bin, ansible_account, sshd, tmp_path, name):
+    """The default callback asks the play's strategy by name: under free
+    and host_pinned each result that follows another task's gets its
+    task's banner.  Ours, named plasmid.accel.free, got the banners as
+    tasks started: t2's second result showed under t1's first task."""
+    inv = inventory(sshd, ansible_account, hosts=('t1', 't2'))
+    vanilla = run_playbook(ansible_bin, tmp_path, BANNERS % name, inv, False)
+    ours = run_playbook(ansible_bin, tmp_path,
+                        BANNERS % ('plasmid.accel.' + name), inv, True)
+    assert vanilla.rc == ours.rc == 0, ours.output
+    assert _shown(ours.output) == _shown(vanilla.output), ours.output
+    if name != 'linear':  # t2 runs ahead while t1 sleeps
+        assert _shown(vanilla.output) == [
+            'PLAY [targets]', 'TASK [first]', 'changed: [t2]',
+            'TASK [second]', 'changed: [t2]', 'TASK [first]',
+            'changed: [t1]', 'TASK [second]', 'changed: [t1]'], \
+            vanilla.output
