@@ -129,9 +129,9 @@ def open_source(path: str):
     (:func:`remote.open_regular`), as the target refuses one to fetch.  A
     named pipe without a writer held the copy in open() for ever, whatever
     its timeout, and a device like /dev/zero would never end."""
-    fd = None
+    fd = remote.open_regular(path)
     try:
-        return open(path, 'rb')
+        return os.fdopen(fd, 'rb')
     except BaseException:
         os.close(fd)
         raise

@@ -216,11 +216,11 @@ def test_a_full_disk_here_fails_that_copy_alone(router, tmp_path) -> None:
     small = [serving(router.local(name='small %d' % i), tmp_path / str(i),
                      os.urandom(10000)) for i in range(2)]
     big = serving(router.local(name='big'), tmp_path / 'b',
-                  os.urandom(3 << 20))
+                  os.urandom(3 << 19))
     with small_disk(tmp_path / 'disk') as disk:
         with pytest.raises(plasmid.CopyFailures) as caught:
             plasmid.gather_file([small[0], big, small[1]], 'data',
-                                disk / '{name}', chunk_size=CHUNK)
+                                disk / '{name}', chunk_size=1000)
         assert list(caught.value.failures) == [big]
         error = caught.value.failures[big]
         assert isinstance(error, OSError) and error.errno == errno.ENOSPC
