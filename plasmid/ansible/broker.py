@@ -517,9 +517,14 @@ class Broker:
         socket fewer.  Chunks go ahead of the answer, WINDOW at most on
         their way; the last of several waits, so that a failure shows in
         this call.  A file of one chunk goes ahead: the module that reads
-        it runs after it, and its failure shows there."""
+        it runs after it, and its failure shows there.  Over ssh the file
+        is made with this one's permission bits less the target's umask,
+        as sftp and scp make it (a module that cannot chmod it, as an
+        unprivileged become user, leaves them)."""
         offset = 0
         with open(source, 'rb') as handle:
+            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o777 \
+                if _copies_as_sftp(spec) else None
             while True:
                 chunk = handle.read(FILE_CHUNK)
                 last = len(chunk) < FILE_CHUNK
@@ -529,7 +534,7 @@ class Broker:
                         spec, self._login(spec), target.write_file, path,
                         chunk, offset, False)
                 self._defer(spec, target.write_file, path, chunk, offset,
-                            offset == 0)
+                            offset == 0, mode)
                 offset += len(chunk)
                 if last:
                     return offset
@@ -539,12 +544,16 @@ class Broker:
         written here rather than by the worker (the mirror of put_file).
         The first chunk costs one round trip; when it is full, the rest
         are read ahead (:meth:`_reads_ahead`).  A read past the end is
-        short or empty: the first short one ends it."""
+        short or empty: the first short one ends it.  Over ssh a new file
+        gets the target file's permission bits and owner write, less the
+        umask, as sftp's does (a private file stays private)."""
         login = self._login(spec)
         # Read before opening: a file that cannot be read leaves none here.
-        chunk = self._call(spec, login, target.read_file, path, 0, FILE_CHUNK)
+        mode, chunk = self._call(spec, login, target.read_file_head, path,
+                                 FILE_CHUNK)
         self.counts['file_chunks_fetched'] += 1
-        with replacing(dest) as out:
+        new_mode = mode | stat.S_IWUSR if _copies_as_sftp(spec) else 0o666
+        with replacing(dest, new_mode) as out:
             out.write(chunk)
             offset = len(chunk)
             if len(chunk) == FILE_CHUNK:
@@ -560,14 +569,21 @@ class Broker:
         return self.pool.reset(spec)
 
 
+def _copies_as_sftp(spec: dict) -> bool:
+    """Whether vanilla's connection copies a file as sftp and scp do, with
+    the source's permission bits (ssh), or as ``shutil.copyfile`` does,
+    with ``open()``'s (local; the container connections are left so)."""
+    return spec['login']['method'] == 'ssh'
+
+
 @contextlib.contextmanager
-def replacing(dest: str) -> Iterator[BinaryIO]:
+def replacing(dest: str, new_mode: int = 0o666) -> Iterator[BinaryIO]:
     """A file to write that takes *dest*'s place only once it is whole.
     Two hosts fetched to one path (``flat: true``), on threads of one
     ansible-playbook, would otherwise each checksum the other's half-written
     file.  An existing file keeps its mode, a symlink keeps pointing where
     it did (its target is replaced), and a failed write leaves *dest* as
-    it was.  A new file's mode follows the umask, as ``open()``'s would.
+    it was.  A new file gets *new_mode* less the umask, as ``open()``'s.
     Where ``open()`` would refuse (a read-only file) so does this; where
     only the file is writable, not its folder, it is written in place."""
     dest = os.path.realpath(dest)
@@ -576,7 +592,8 @@ def replacing(dest: str) -> Iterator[BinaryIO]:
     while True:
         partial = temp_beside(dest)
         try:
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         new_mode)
             break
         except FileExistsError:
             continue

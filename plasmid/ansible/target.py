@@ -734,7 +734,8 @@ def held_count():
 
 
 # What relay() may run: the calls a broker orders behind calls sent ahead.
-_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file')
+_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file',
+              'read_file_head')
 
 
 def relay(context, name, args):
@@ -932,3 +933,10 @@ def read_file(path, offset, size):
     """*size* bytes of a file from *offset*: fewer only at its end (the
     reader stops at the first short chunk), b'' past it."""
     return files_remote.read(path, offset, size)
+
+
+def read_file_head(path, size):
+    """A fetch's first call: the file's permission bits, which sftp gives
+    the copy it makes, and its first *size* bytes."""
+    data = files_remote.read(path, 0, size)
+    return os.stat(_native(path)).st_mode & 0o777, data

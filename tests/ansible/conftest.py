@@ -250,6 +250,15 @@ def sshd_without_python(ansible_account) -> Iterator[SshTestbed]:
 
 
 @pytest.fixture(scope='module')
+def sshd_with_sftp(ansible_account) -> Iterator[SshTestbed]:
+    """A second sshd that serves sftp, as most hosts do (vanilla's ssh
+    plugin copies files by it); the test account may log in."""
+    with SshServer(sftp=True) as server:
+        server.authorize(ansible_account)
+        yield SshTestbed(server)
+
+
+@pytest.fixture(scope='module')
 def sshd_with_default_limits(ansible_account) -> Iterator[SshTestbed]:
     """A second sshd with OpenSSH's default MaxStartups (10:30:100: beyond
     ten connections not yet logged in, it drops new ones at random) and

@@ -10,7 +10,8 @@ import time
 import pytest
 
 from parity import STRATEGY, assert_same
-from runner import inventory, run_playbook
+from runner import PASSWORD, inventory, run_playbook
+from testbed.accounts import USER_B
 
 
 COPIES = """
@@ -170,3 +171,69 @@ def test_a_result_above_the_default_message_limit_arrives(
     assert base64.b64decode(read['content']) == data
     assert ours.stats['result_chunks'] >= \
         len(read['content']) // FILE_CHUNK, ours.stats
+
+
+MODES = """
+- hosts: targets
+  gather_facts: false
+  vars:
+    base: /tmp/plasmid-modes-{{ tag }}
+    ansible_become_password: %(password)s
+  tasks:
+    - name: a folder for all
+      file: path={{ base }} state=directory mode=0777
+    - name: the file to replace
+      copy: content=old dest={{ base }}/replaced mode=0640
+      become: true
+      become_user: %(user_b)s
+    - name: replaced by a private file
+      copy: src=private.txt dest={{ base }}/replaced
+      become: true
+      become_user: %(user_b)s
+    - name: its mode
+      stat: path={{ base }}/replaced
+      register: replaced
+    - name: files to fetch
+      copy: content=x dest={{ base }}/{{ item }} mode={{ item }}
+      loop: ['0600', '0640', '0755']
+    - name: fetched
+      fetch: src={{ base }}/{{ item }} dest={{ playbook_dir }}/fetched-{{ tag }}/{{ item }} flat=true
+      loop: ['0600', '0640', '0755']
+    - name: clean up
+      file: path={{ base }} state=absent
+      become: true
+"""
+
+
+@pytest.mark.edge_releases
+def test_copied_and_fetched_files_get_vanillas_modes(
+        ansible_bin, ansible_account, sshd_with_sftp, tmp_path):
+    """Vanilla's sftp makes a file with its source's permission bits (less
+    the umask); ours made it with open()'s: a fetched private file came
+    out readable by all, and a copy as an unprivileged become user, which
+    cannot chmod the file it is given, left it 0o654 where vanilla's is
+    0o650."""
+    (tmp_path / 'private.txt').write_text('private\n')
+    os.chmod(tmp_path / 'private.txt', 0o600)
+    inv = inventory(sshd_with_sftp, ansible_account)
+    book = MODES % {'password': PASSWORD, 'user_b': USER_B}
+    modes = {}
+    for accelerated in (False, True):
+        tag = 'modes-%s-%d' % (accelerated, os.getpid())
+        run = run_playbook(ansible_bin, tmp_path, book, inv, accelerated,
+                           args=('-e', 'tag=' + tag))
+        assert run.rc == 0, run.output
+        replaced = [r['result']['stat']['mode'] for r in run.results
+                    if r['task'] == 'its mode']
+        fetched = tmp_path / ('fetched-' + tag)
+        modes[accelerated] = (replaced, {
+            name: oct(os.stat(fetched / name).st_mode & 0o777)
+            for name in os.listdir(fetched)})
+    assert modes[True] == modes[False]
+    # What vanilla gives: the fetched files keep their modes, less the
+    # umask.
+    umask = os.umask(0)
+    os.umask(umask)
+    assert modes[False][1] == {
+        mode: oct(int(mode, 8) & ~umask) for mode in ('0600', '0640',
+                                                      '0755')}, modes

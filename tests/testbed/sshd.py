@@ -52,7 +52,12 @@ PrintLastLog no
 UseDNS no
 X11Forwarding no
 PermitUserRC no
-"""
+{sftp}"""
+
+# For SshServer(sftp=True): file copies as most hosts serve them, which
+# vanilla ansible's ssh plugin tries first (without, it falls back to
+# piping the file through dd).
+SFTP = "Subsystem sftp /usr/lib/openssh/sftp-server\n"
 
 # Concurrency tests open many connections at once; the defaults (10:30:100,
 # 10 sessions) would drop some of them at random.  SshServer(
@@ -90,11 +95,12 @@ class SshServer:
 
     def __init__(self, sshd_path: str = SSHD, use_pam: bool = False,
                  hide_python: bool = False,
-                 default_limits: bool = False) -> None:
+                 default_limits: bool = False, sftp: bool = False) -> None:
         self.sshd_path = sshd_path
         self.use_pam = use_pam
         self.hide_python = hide_python
         self.default_limits = default_limits
+        self.sftp = sftp
         self.port = 0
         self.dir = ""
         self.client_key = ""
@@ -225,6 +231,7 @@ class SshServer:
             port=self.port, host=self.host, dir=self.dir,
             use_pam="yes" if self.use_pam else "no",
             limits="" if self.default_limits else RAISED_LIMITS,
+            sftp=SFTP if self.sftp else "",
         )
         with open(self.config, "w") as f:
             f.write(text)
