@@ -144,6 +144,8 @@ class Broker:
             return ('error', 'zip-wanted', '')
         except RunFromScript:
             return ('error', 'from-script', '')
+        except ContextLost as exc:  # first: a start's ViaLost is both
+            return ('error', 'lost', as_ssh_tells_it(exc))
         except ConnectError as exc:
             cannot_run = getattr(exc, 'cannot_run', None)
             if cannot_run is not None and cannot_run[0] is not None:
@@ -154,8 +156,6 @@ class Broker:
             if spawn.password_refused(exc):  # ssh asked again: its words
                 return ('error', 'password-refused', exc.output)
             return ('error', 'connect', as_ssh_tells_it(exc))
-        except ContextLost as exc:
-            return ('error', 'lost', as_ssh_tells_it(exc))
         except CallError as exc:
             return ('error', 'call', str(exc))
         except Exception as exc:  # a bad request must not kill the broker

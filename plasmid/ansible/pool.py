@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, NamedTuple, Optional
 
 import plasmid
-from plasmid.core.errors import ConnectError
+from plasmid.core.errors import ConnectError, ContextLost
 from plasmid.connect import spawn
 from plasmid.ansible import kubectl_login
 from plasmid.ansible.machines import account_of, machine_of
@@ -200,6 +200,8 @@ class Pool:
         def start() -> plasmid.Context:
             try:
                 return self._become(spec, spec['become'], via, python)
+            except ContextLost:
+                raise  # the login went (ViaLost): the host, not become
             except ConnectError as exc:
                 raise BecomeFailed(exc) from None
         return self._lane((login, python, become), via, start)
