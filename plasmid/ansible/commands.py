@@ -109,44 +109,57 @@ def _unwrap_become(text: str, success: str,
 def _bare_interpreter(text: str) -> tuple[dict, Optional[str]]:
     """``A=1 B=2 /usr/bin/python3`` -> ({'A': '1', 'B': '2'},
     '/usr/bin/python3'); anything else -> ({}, None)."""
-    words = _split(text)
-    if not words:
+    written, words = _words_as_written(text), _split(text)
+    if not written or words is None or len(written) != len(words):
         return {}, None
-    env = {}
-    while words and compiled(_ASSIGNMENT).match(words[0]):
-        key, _, value = words.pop(0).partition('=')
-        env[key] = value
-    if len(words) != 1 or not _words_alone(text):
+    # An assignment as sh sees one: its name unquoted, as written.
+    assigned = [compiled(_ASSIGNMENT).match(word) for word in written]
+    if not all(assigned[:-1]) or assigned[-1]:
         return {}, None
-    return env, words[0]
+    env = dict(word.split('=', 1) for word in words[:-1])
+    return env, words[-1]
 
 
 # What sh reads as more than a word's text outside quotes: separators,
-# redirections, expansions, globs, a comment.
-_SPECIAL = ';&|<>()$`*?[~#\n'
+# redirections, expansions, globs, braces (bash), a comment, and the line
+# ends shlex takes for spaces.
+_SPECIAL = ';&|<>()$`*?[]{}~#\n\r'
 
 
-def _words_alone(text: str) -> bool:
-    """Whether sh would take *text* as words only, as shlex does: no
-    special character outside quotes and no expansion inside double ones
-    (shlex.quote puts a value in single quotes, with its own single
-    quotes between double ones)."""
-    quote = None
+def _words_as_written(text: str) -> Optional[list]:
+    """*text* cut into words where sh cuts it, each as written (quotes
+    and all), or None where sh would read more than words: a special
+    character outside quotes, an expansion or a backslash inside double
+    quotes (shlex and sh read those differently), a line continued.
+    ansible-core's quoting (shlex.quote) puts a value in single quotes,
+    with its own single quotes between double ones."""
+    words, word, quote = [], '', None
     chars = iter(text)
     for char in chars:
         if quote == "'":
             quote = None if char == "'" else quote
-        elif char == '\\':
-            next(chars, None)
         elif quote == '"':
-            if char in '$`':
-                return False
+            if char in '$`\\':
+                return None
             quote = None if char == '"' else quote
+        elif char == '\\':
+            following = next(chars, '\n')
+            if following == '\n':
+                return None
+            char += following
         elif char in '\'"':
             quote = char
+        elif char in ' \t':
+            if word:
+                words.append(word)
+            word = ''
+            continue
         elif char in _SPECIAL:
-            return False
-    return quote is None
+            return None
+        word += char
+    if quote is not None:
+        return None
+    return words + [word] if word else words
 
 
 def _split(text: str) -> Optional[list]:

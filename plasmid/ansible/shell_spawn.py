@@ -21,6 +21,7 @@ non-inheritable in the context (Python opens its own that way already):
 a leaked pipe end would keep a reader waiting for an end that never
 comes.
 """
+from __future__ import absolute_import
 import errno
 import fcntl
 import os

@@ -121,8 +121,8 @@ class ThreadedTasks:
         # Some ask the play's strategy by its builtin name: the default
         # callback (free and host_pinned print a task's banner with its
         # first result), ansible-core's debugger (a run_once task's redo
-        # under linear).  The play is this run's copy, made after the
-        # strategy was loaded by our name.
+        # under linear).  The play is this run's copy of the playbook's:
+        # the next batch's copy has our name again, to be loaded by.
         play = getattr(iterator, '_play', None)
         if play is not None:
             play.strategy = self.builtin_name

@@ -734,8 +734,7 @@ def held_count():
 
 
 # What relay() may run: the calls a broker orders behind calls sent ahead.
-_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file',
-              'read_file_head')
+_RELAYABLE = ('run_module', 'run_shell', 'write_file', 'read_file')
 
 
 def relay(context, name, args):

@@ -184,15 +184,16 @@ class ChildContext(object):
 
     def _finish(self):
         """Main thread, after the last call: flush everything, then exit."""
-        # Our children may take most of the flush time we were given: what
-        # they send passes through us meanwhile.
+        # Our children may take most of the flush time we were given (what
+        # they send passes through us meanwhile), and a second for their
+        # pipes: we wait that long for them, some time being left for us.
         left = max(0, self.flush_until - now())
         for cid, stream in list(self.router.routes.items()):
             if not stream.closed:  # every route leads through a child
                 self.router.send_value(cid, SHUTDOWN, left * .8)
         self.loop.run_until(
             lambda: all(s.closed for s in list(self.children)),
-            max(CHILD_SHUTDOWN_WAIT, left))
+            max(CHILD_SHUTDOWN_WAIT, min(left, left * .8 + 1.5)))
         self._flush_and_exit(0)
 
     def _flush_and_exit(self, status):

@@ -87,11 +87,11 @@ def _naming(exc, path):
         return exc
 
 
-# What a copy refuses to rename a file over: as root, a copy to /dev/null
-# replaced the machine's device with a file.  A symbolic link is replaced
-# (the link, not what it names), as ansible's copy does by default.
-# (A directory: see check_replaceable.)
-_NOT_REPLACED = (
+# What a copy refuses to rename a file over (as root, a copy to /dev/null
+# replaced the machine's device with a file), or to copy from (open_regular).
+# A symbolic link is replaced (the link, not what it names), as ansible's
+# copy does by default.  (A directory: see check_replaceable.)
+_NOT_REGULAR = (
     (stat.S_ISCHR, 'a character device'),
     (stat.S_ISBLK, 'a block device'), (stat.S_ISFIFO, 'a named pipe'),
     (stat.S_ISSOCK, 'a socket'))
@@ -108,7 +108,7 @@ def check_replaceable(path):
         # for 'dir/' ("Not a directory") nor '.' ("Device or resource
         # busy").
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    for is_kind, kind in _NOT_REPLACED:
+    for is_kind, kind in _NOT_REGULAR:
         if is_kind(mode):
             raise OSError(errno.EEXIST, 'it is %s, not a regular file: left '
                           'as it is' % kind, path)
@@ -211,7 +211,9 @@ def open_regular(path):
     swapped in meanwhile opens without waiting and is refused as well."""
     try:
         _check_regular(os.stat(native(path)).st_mode, path)
-        fd = os.open(native(path), os.O_RDONLY | os.O_NONBLOCK)
+        # Nor, if a terminal is swapped in, does it become ours.
+        fd = os.open(native(path),
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:  # name the file the caller knows of
         exc.filename = path
         raise
@@ -232,6 +234,6 @@ def _check_regular(mode, path):
         return
     if stat.S_ISDIR(mode):  # as open() says it
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    kinds = [kind for is_kind, kind in _NOT_REPLACED if is_kind(mode)]
+    kinds = [kind for is_kind, kind in _NOT_REGULAR if is_kind(mode)]
     raise OSError(errno.EINVAL, 'it is %s, not a regular file: not copied'
                   % (kinds or ['something else'])[0], path)

@@ -918,8 +918,9 @@ class Router:
             raise ConnectError('this router has been shut down')
         self._check_via(via)
         if via is not None and not via.is_alive():
-            raise ViaLost('cannot start a context via %s: it is gone'
-                          % via.name)
+            lost = self.core.lost_error(via.context_id)
+            raise ViaLost('cannot start a context via %s: %s'
+                          % (via.name, lost), lost.said)
         connect_timeout = _checked_seconds('connect_timeout', connect_timeout,
                                            LONGEST_CONNECT_TIMEOUT)
         if name is not None and not isinstance(name, str):

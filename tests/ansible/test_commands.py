@@ -61,6 +61,12 @@ def test_environment_values_quoted_as_ansible_quotes_them(value: str) -> None:
     'FOO=~ /usr/bin/python3',             # a tilde, expanded in assignments
     "FOO=\"\\'\"x;y'' /usr/bin/python3",  # a separator between quotes
     'FOO=1\n/usr/bin/python3',             # a newline: two commands
+    'FOO=1\r/usr/bin/python3',             # no space to sh: one word
+    "'FOO=1' /usr/bin/python3",           # a command named FOO=1
+    'FOO\\=1 /usr/bin/python3',            # so is this one
+    'FOO="\\$x" /usr/bin/python3',         # sh drops that backslash
+    'FOO=x\\\n/usr/bin/python3',           # a line continued
+    'FOO={a,b} /usr/bin/python3',         # bash's brace expansion
 ])
 def test_shell_syntax_outside_single_quotes_is_no_bare_interpreter(
         inner: str) -> None:

@@ -195,10 +195,10 @@ MODES = """
       register: replaced
     - name: files to fetch
       copy: content=x dest={{ base }}/{{ item }} mode={{ item }}
-      loop: ['0600', '0640', '0755']
+      loop: ['0600', '0640', '0755', '0444']
     - name: fetched
       fetch: src={{ base }}/{{ item }} dest={{ playbook_dir }}/fetched-{{ tag }}/{{ item }} flat=true
-      loop: ['0600', '0640', '0755']
+      loop: ['0600', '0640', '0755', '0444']
     - name: clean up
       file: path={{ base }} state=absent
       become: true
@@ -230,10 +230,10 @@ def test_copied_and_fetched_files_get_vanillas_modes(
             name: oct(os.stat(fetched / name).st_mode & 0o777)
             for name in os.listdir(fetched)})
     assert modes[True] == modes[False]
-    # What vanilla gives: the fetched files keep their modes, less the
-    # umask.
+    # What vanilla gives: the fetched files keep their modes, with
+    # owner write, less the umask.
     umask = os.umask(0)
     os.umask(umask)
     assert modes[False][1] == {
-        mode: oct(int(mode, 8) & ~umask) for mode in ('0600', '0640',
-                                                      '0755')}, modes
+        mode: oct((int(mode, 8) | 0o200) & ~umask)  # owner write added
+        for mode in ('0600', '0640', '0755', '0444')}, modes

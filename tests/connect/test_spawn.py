@@ -525,7 +525,9 @@ def test_what_a_child_wrote_before_exiting_waits_while_its_link_is_paused(
         assert below.call(connect_fns.getpid)
         assert top.call(connect_fns.pause_reading_children, True) == 1
         below.call_no_reply(connect_fns.print_then_exit, 200)
-        time.sleep(1.5)  # it exits; ExitWatch's 0.25 s pass, nothing read
+        # It exits; ExitWatch sees it (on 2.7 by polling each second) and
+        # waits its 0.25 s, nothing read meanwhile.
+        time.sleep(2.5)
         top.call(connect_fns.pause_reading_children, False)
         deadline = time.monotonic() + 10
         while below.is_alive() and time.monotonic() < deadline:

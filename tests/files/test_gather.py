@@ -3,17 +3,16 @@ local file of its own, all of them reading at once; the failures of some
 do not stop the others."""
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import subprocess
 import time
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 import plasmid
 from testbed.procs import stopped
+from testbed.disks import small_disk
 from testbed.pythons import require_python
 
 CHUNK = 64 * 1024
@@ -192,21 +191,6 @@ def test_a_nul_in_the_remote_path_is_refused(router, tmp_path) -> None:
 def test_no_contexts_copy_nothing(tmp_path) -> None:
     assert plasmid.gather_file([], 'data', tmp_path / '{name}') == {}
     assert os.listdir(tmp_path) == []
-
-
-@contextlib.contextmanager
-def small_disk(folder) -> Iterator[Any]:
-    """*folder*, a file system of 1 MiB of its own (a tmpfs) for the
-    block: a disk that fills up.  Mounting needs root (as in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip('needs root to mount a small tmpfs')
-    folder.mkdir()
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs',
-                    str(folder)], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(['umount', '-l', str(folder)], check=True)
 
 
 def test_a_full_disk_here_fails_that_copy_alone(router, tmp_path) -> None:

@@ -3,7 +3,6 @@ contexts in chunks, a bounded number on their way, and appear whole or not
 at all."""
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import socket
@@ -18,6 +17,7 @@ import pytest
 
 import plasmid
 from plasmid.files import remote, transfer
+from testbed.disks import small_disk
 from testbed.pythons import require_python
 
 CHUNK = 64 * 1024  # small chunks: a 1 MiB file takes many
@@ -543,21 +543,6 @@ def test_an_interrupted_put_to_a_context_that_does_not_answer_returns(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         'interrupted; context state T', 'left []'], done.stdout
-
-
-@contextlib.contextmanager
-def small_disk(folder) -> Iterator[Any]:
-    """*folder*, a file system of 1 MiB of its own (a tmpfs) for the
-    block: a disk that fills up.  Mounting needs root (as in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip('needs root to mount a small tmpfs')
-    folder.mkdir()
-    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs',
-                    str(folder)], check=True)
-    try:
-        yield folder
-    finally:
-        subprocess.run(['umount', '-l', str(folder)], check=True)
 
 
 def test_a_fetch_onto_a_full_disk_names_it_and_leaves_no_temporary(
