@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 
 import pytest
@@ -18,7 +17,7 @@ import pytest
 from parity import STRATEGY, assert_same, lost_the_pipe_race, run_both
 from runner import inventory, prepare_playbook, run_playbook, wait_for_stats
 from testbed.procs import interruptible, pgrep
-from testbed.pythons import require_python
+from testbed.pythons import require_python, slow_python_script
 
 
 CRASH_MODULE = '''#!/usr/bin/python
@@ -759,13 +758,7 @@ def test_a_python_slower_to_start_than_the_timeout_still_runs(
     vanilla, not the interpreter's start that follows: a host whose
     Python takes longer than that to start (a loaded machine) is not
     unreachable."""
-    where = tempfile.mkdtemp(prefix='plasmid-slow-python-')
-    try:
-        os.chmod(where, 0o755)
-        slow = os.path.join(where, 'python3')
-        with open(slow, 'w') as handle:
-            handle.write('#!/bin/sh\nsleep 3\nexec /usr/bin/python3 "$@"\n')
-        os.chmod(slow, 0o755)
+    with slow_python_script(3) as slow:
         inv = inventory(sshd, ansible_account).replace(
             'ansible_python_interpreter=/usr/bin/python3',
             'ansible_python_interpreter=%s ansible_timeout=2' % slow)
@@ -773,5 +766,3 @@ def test_a_python_slower_to_start_than_the_timeout_still_runs(
                 '    - command: /bin/true\n')
         vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
         assert [r['status'] for r in ours.results] == ['ok']
-    finally:
-        shutil.rmtree(where)

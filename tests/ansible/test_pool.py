@@ -3,12 +3,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
-from typing import Iterator
 
 import pytest
 
@@ -18,7 +15,7 @@ from plasmid.core.errors import ConnectError
 from pool_stand_ins import StandInRouter, python_of
 from testbed.dropping import DroppingPort
 from testbed.ports import free_port
-from testbed.pythons import require_python
+from testbed.pythons import require_python, slow_python_script
 
 
 def _spec(sshd, become=None, **ssh) -> dict:
@@ -240,38 +237,22 @@ def test_a_become_user_runs_through_the_login_and_reset_ends_both(sshd):
         assert again is not login and again.context.is_alive()
 
 
-@pytest.fixture
-def slow_python() -> Iterator[str]:
-    """A Python that starts 3 s late, where the test account may run it."""
-    folder = tempfile.mkdtemp(prefix='plasmid-slow-python-')
-    try:
-        os.chmod(folder, 0o755)
-        path = os.path.join(folder, 'python3')
-        with open(path, 'w') as script:
-            script.write('#!/bin/sh\nsleep 3\nexec /usr/bin/python3 "$@"\n')
-        os.chmod(path, 0o755)
-        yield path
-    finally:
-        shutil.rmtree(folder)
-
-
-def test_a_login_lost_while_its_become_user_starts_is_a_lost_host(
-        sshd, slow_python):
+def test_a_login_lost_while_its_become_user_starts_is_a_lost_host(sshd):
     """A start via a context lost meanwhile raises ViaLost, a ConnectError
     too: the pool took it for become's failure (BecomeFailed), which the
     worker answers by running the task as given, instead of the lost
     login that makes the host unreachable."""
-    slow = slow_python
-    with plasmid.Router(threaded=True) as router:
+    with slow_python_script(3) as slow, \
+            plasmid.Router(threaded=True) as router:
         contexts = pool.Pool(router)
-        login = contexts.get(_spec(sshd), str(slow))
+        login = contexts.get(_spec(sshd), slow)
         contexts.release()
         killer = threading.Timer(1.0, os.kill,
                                  (login.context.info['pid'], signal.SIGKILL))
         killer.start()
         try:
             with pytest.raises(plasmid.ContextLost) as lost:
-                contexts.get(_spec(sshd, ROOT), str(slow))
+                contexts.get(_spec(sshd, ROOT), slow)
         finally:
             killer.cancel()
         assert not isinstance(lost.value, pool.BecomeFailed)

@@ -2,10 +2,12 @@
 logger 'plasmid.ctx.<name>', in order, and none is lost at shutdown."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import time
+from typing import Iterator
 
 import pytest
 
@@ -279,23 +281,30 @@ class _SlowAtFirst(logging.Handler):
             self.lines.append(record.getMessage())
 
 
+@contextlib.contextmanager
+def _slow_at_first(name: str) -> Iterator[_SlowAtFirst]:
+    """A _SlowAtFirst on the records of context *name*, for the block."""
+    handler = _SlowAtFirst()
+    ctx_logger = logging.getLogger('plasmid.ctx.' + name)
+    ctx_logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        ctx_logger.removeHandler(handler)
+
+
 def test_output_queued_at_shutdown_waits_for_a_master_that_reads_slowly(
         ) -> None:
     """A context exiting gave what it had queued for the master a second,
     whatever the master's shutdown timeout: 8 MiB printed before a
     shutdown, read by a master busy for 1.5 s with its first record, lost
     about half.  SHUTDOWN now says how long the master waits."""
-    handler = _SlowAtFirst()
-    ctx_logger = logging.getLogger('plasmid.ctx.slow-reader')
-    ctx_logger.addHandler(handler)
-    try:
+    with _slow_at_first('slow-reader') as handler:
         router = plasmid.Router()
         ctx = router.local(name='slow-reader')
         ctx.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
         time.sleep(1)  # the master reads nothing meanwhile: it queues
         router.shutdown(timeout=60)
-    finally:
-        ctx_logger.removeHandler(handler)
     assert len(handler.lines) == 2000
     assert handler.lines[-1] == 'x' * 4096 + ' 1999'
 
@@ -305,10 +314,7 @@ def test_an_intermediary_shut_down_gives_its_children_its_flush_time(
     """An intermediary told to shut down told its own children to with no
     flush time (a second): a child's output queued behind a slow master
     was lost, half of it.  It now passes on most of the time it got."""
-    handler = _SlowAtFirst()
-    ctx_logger = logging.getLogger('plasmid.ctx.slow-below')
-    ctx_logger.addHandler(handler)
-    try:
+    with _slow_at_first('slow-below') as handler:
         router = plasmid.Router()
         top = router.local(name='slow-top')
         below = router.local(name='slow-below', via=top)
@@ -316,8 +322,6 @@ def test_an_intermediary_shut_down_gives_its_children_its_flush_time(
         time.sleep(1)  # the master reads nothing meanwhile: it queues
         top.shutdown(timeout=60)
         router.shutdown()
-    finally:
-        ctx_logger.removeHandler(handler)
     assert len(handler.lines) == 2000
     assert handler.lines[-1] == 'x' * 4096 + ' 1999'
 

@@ -1,11 +1,14 @@
 """The pyenv-built interpreters (2.7, 3.6 ... 3.13) that remote ends may run."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from typing import Iterator
 
 DEFAULT_PYENV_ROOT = "/root/.pyenv"
 
@@ -75,3 +78,21 @@ def executable_by_others(path: str) -> bool:
         if not os.stat(os.sep.join(parts[:i])).st_mode & 0o001:
             return False
     return bool(os.stat(real).st_mode & 0o001)
+
+
+@contextlib.contextmanager
+def slow_python_script(seconds: float) -> Iterator[str]:
+    """A path to /usr/bin/python3 that starts *seconds* late (a loaded
+    host, or a start surely under way), where any account may run it;
+    removed after the block."""
+    folder = tempfile.mkdtemp(prefix="plasmid-slow-python-")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "python3")
+        with open(path, "w") as script:
+            script.write('#!/bin/sh\nsleep %g\nexec /usr/bin/python3 "$@"\n'
+                         % seconds)
+        os.chmod(path, 0o755)
+        yield path
+    finally:
+        shutil.rmtree(folder)
