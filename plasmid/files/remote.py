@@ -108,10 +108,18 @@ def check_replaceable(path):
         # for 'dir/' ("Not a directory") nor '.' ("Device or resource
         # busy").
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    kind = _kind_of(mode)
+    if kind is not None:
+        raise OSError(errno.EEXIST, 'it is %s, not a regular file: left '
+                      'as it is' % kind, path)
+
+
+def _kind_of(mode):
+    """What _NOT_REGULAR calls a file of *mode*, or None."""
     for is_kind, kind in _NOT_REGULAR:
         if is_kind(mode):
-            raise OSError(errno.EEXIST, 'it is %s, not a regular file: left '
-                          'as it is' % kind, path)
+            return kind
+    return None
 
 
 def _check_whole(temp, path, size):
@@ -234,6 +242,5 @@ def _check_regular(mode, path):
         return
     if stat.S_ISDIR(mode):  # as open() says it
         raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    kinds = [kind for is_kind, kind in _NOT_REGULAR if is_kind(mode)]
     raise OSError(errno.EINVAL, 'it is %s, not a regular file: not copied'
-                  % (kinds or ['something else'])[0], path)
+                  % (_kind_of(mode) or 'something else'), path)

@@ -12,7 +12,7 @@ import pytest
 
 from parity import assert_same, run_both
 from runner import inventory, run_playbook
-from testbed.pythons import require_python
+from testbed.pythons import require_python, script_for_all
 
 MODULE = '''#!/usr/bin/python
 import sys, time
@@ -247,15 +247,10 @@ def test_a_shell_executable_that_wraps_the_module_runs_it(
     pipelined module under vanilla: a wrapper's umask and variables reach
     it.  Ours ran the module in our interpreter without it (printenv
     failed, the copy was 0644 where vanilla's is 0600)."""
-    shared = tempfile.mkdtemp(prefix='plasmid-wrapper-')
-    try:
-        os.chmod(shared, 0o777)
-        wrapper = os.path.join(shared, 'wrap.sh')
-        with open(wrapper, 'w') as f:
-            f.write('#!/bin/sh\numask 077\nexport PLASMID_WRAPPED=yes\n'
-                    'exec /bin/sh "$@"\n')
-        os.chmod(wrapper, 0o755)
-        book = WRAPPED_BOOK % {'wrapper': wrapper, 'out': shared}
+    with script_for_all('#!/bin/sh\numask 077\nexport PLASMID_WRAPPED=yes\n'
+                        'exec /bin/sh "$@"\n', folder_mode=0o777) as wrapper:
+        book = WRAPPED_BOOK % {'wrapper': wrapper,
+                               'out': os.path.dirname(wrapper)}
         vanilla, ours = run_both(ansible_bin, tmp_path, book,
                                  inventory(sshd, ansible_account))
         results = {name: r['result']
@@ -263,9 +258,6 @@ def test_a_shell_executable_that_wraps_the_module_runs_it(
         assert results['wrapped']['stdout'] == 'yes'
         assert results['wrapped as root']['stdout'] == 'yes'
         assert results['made under its umask']['mode'] == '0600'
-    finally:
-        shutil.rmtree(shared)
-
 
 
 MISSING_SHELL_BOOK = """

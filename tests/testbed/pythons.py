@@ -81,18 +81,25 @@ def executable_by_others(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def slow_python_script(seconds: float) -> Iterator[str]:
-    """A path to /usr/bin/python3 that starts *seconds* late (a loaded
-    host, or a start surely under way), where any account may run it;
-    removed after the block."""
-    folder = tempfile.mkdtemp(prefix="plasmid-slow-python-")
+def script_for_all(text: str, folder_mode: int = 0o755) -> Iterator[str]:
+    """The path of a script holding *text*, in a folder of its own (of
+    *folder_mode*) where any account may run it; removed after the
+    block."""
+    folder = tempfile.mkdtemp(prefix="plasmid-script-")
     try:
-        os.chmod(folder, 0o755)
-        path = os.path.join(folder, "python3")
+        os.chmod(folder, folder_mode)
+        path = os.path.join(folder, "script")
         with open(path, "w") as script:
-            script.write('#!/bin/sh\nsleep %g\nexec /usr/bin/python3 "$@"\n'
-                         % seconds)
+            script.write(text)
         os.chmod(path, 0o755)
         yield path
     finally:
         shutil.rmtree(folder)
+
+
+def slow_python_script(seconds: float):
+    """A path to /usr/bin/python3 that starts *seconds* late (a loaded
+    host, or a start surely under way), where any account may run it;
+    removed after the block."""
+    return script_for_all(
+        '#!/bin/sh\nsleep %g\nexec /usr/bin/python3 "$@"\n' % seconds)
