@@ -202,8 +202,11 @@ class Context(object):
         if not self.is_alive():
             return
         gone = Latch(self.router.loop)
+        # The seconds it may take to flush its output: what we wait for
+        # it, without limit a long time (None would read as none).
         msg = Message.encoding(self.context_id, self.router.context_id,
-                               SHUTDOWN, wait and timeout)
+                               SHUTDOWN, wait and (1e6 if timeout is None
+                                                   else timeout))
         # No answer comes: the context's loss fails the wait, as does a
         # refusal on the way (one may not address a sibling).
         msg.reply_to = self.router.expect_reply(self.context_id, gone)

@@ -326,6 +326,23 @@ def test_an_intermediary_shut_down_gives_its_children_its_flush_time(
     assert handler.lines[-1] == 'x' * 4096 + ' 1999'
 
 
+def test_a_context_shutting_its_child_down_without_limit_lets_it_flush(
+        ) -> None:
+    """Context.shutdown(timeout=None) from a context told the child it had
+    no time at all to flush (None was sent as the seconds): output queued
+    behind a slow master was cut.  No limit is now a long flush."""
+    with _slow_at_first('slow-child') as handler:
+        router = plasmid.Router()
+        top = router.local(name='slow-parent')
+        below = router.local(name='slow-child', via=top)
+        below.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
+        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        assert top.call(local_fns.shut_down, below, None) is False
+        router.shutdown()
+    assert len(handler.lines) == 2000
+    assert handler.lines[-1] == 'x' * 4096 + ' 1999'
+
+
 def test_output_of_via_contexts(caplog: pytest.LogCaptureFixture) -> None:
     with plasmid.Router() as router:
         top = router.local(name='top')
