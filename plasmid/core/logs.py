@@ -110,8 +110,11 @@ class OutputWriter(object):
                 lines.append(rest)
                 rest = ''
             self.partial = rest and [rest] or []
-        for line in lines:
-            self.forwarder.send(self.origin, INFO, line)
+            # Sent under the lock: lines taken in one order by two threads
+            # reached the master in the other when the first was slower to
+            # send (sending queues, it never waits for the loop).
+            for line in lines:
+                self.forwarder.send(self.origin, INFO, line)
         return len(data)
 
     def writelines(self, lines):
@@ -121,8 +124,8 @@ class OutputWriter(object):
     def flush(self):
         with self.lock:
             text, self.partial = ''.join(self.partial), []
-        if text:
-            self.forwarder.send(self.origin, INFO, text)
+            if text:
+                self.forwarder.send(self.origin, INFO, text)
 
     def fileno(self):
         return self.fd

@@ -177,3 +177,29 @@ def fd_output_without_line_ends(size):
     (a progress bar's '\\r', base64 -w0...)."""
     import subprocess
     return subprocess.call(['head', '-c', str(size), '/dev/zero'])
+
+
+def print_from_two_threads_the_first_slow_to_send():
+    """A thread writes 'first'; while its line is on its way out (held
+    back 0.3 s, as a thread taken off the CPU would be), this one writes
+    'second'."""
+    import threading
+    import time
+    out = sys.stdout
+    forwarder = out.forwarder
+
+    class SlowWithFirst(object):
+        def send(self, origin, level, text):
+            if text == 'first':
+                time.sleep(0.3)
+            forwarder.send(origin, level, text)
+
+    out.forwarder = SlowWithFirst()
+    try:
+        first = threading.Thread(target=out.write, args=('first\n',))
+        first.start()
+        time.sleep(0.1)
+        out.write('second\n')
+        first.join()
+    finally:
+        out.forwarder = forwarder

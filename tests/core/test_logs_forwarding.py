@@ -103,6 +103,19 @@ def test_output_without_line_ends_goes_in_pieces(
 
 
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
+def test_lines_two_threads_print_arrive_in_the_order_written(
+        caplog: pytest.LogCaptureFixture, version: str) -> None:
+    """A line was sent after sys.stdout's lock was let go: a second
+    thread's line, written later, could reach the master first."""
+    from testbed.pythons import require_python
+    with plasmid.Router() as router:
+        ctx = router.local(name='threads', python_path=require_python(version))
+        ctx.call(logger_fns.print_from_two_threads_the_first_slow_to_send)
+    assert from_context(caplog, 'threads') == [
+        ('stdout', logging.INFO, 'first'), ('stdout', logging.INFO, 'second')]
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_stdout_answers_as_a_text_stream_does(
         caplog: pytest.LogCaptureFixture, version: str) -> None:
     """reconfigure, name, mode, writable... raised AttributeError."""
