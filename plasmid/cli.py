@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 import plasmid
 from plasmid.core.dispatch import resolve
-from plasmid.master.router import LONGEST_CONNECT_TIMEOUT
+from plasmid.master.arguments import LONGEST_CONNECT_TIMEOUT
 
 ROUND_TRIPS = 200
 

@@ -18,8 +18,7 @@ import threading
 import time
 import types
 import weakref
-from typing import (Any, Callable, Iterator, Mapping, Optional, Sequence,
-                    Union)
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from plasmid.connect import context_log, spawn, ssh as ssh_method, \
     su as su_method, sudo as sudo_method, watchdog
@@ -32,10 +31,15 @@ from plasmid.core.loop import Loop
 from plasmid.core.router import (ADD_ROUTE, FROM_ANY, FROM_CHILD,
                                  FROM_PARENT, HELLO, LOG_RECORD, SHUTDOWN,
                                  Router as CoreRouter)
+from plasmid.master.arguments import (
+    LONGEST_CONNECT_TIMEOUT, checked_args, checked_container, checked_env,
+    checked_flag, checked_keepalive, checked_message_limit, checked_name,
+    checked_namespaces, checked_password, checked_pid, checked_port,
+    checked_program, checked_prompt_timeout, checked_python_path,
+    checked_seconds, checked_user, checked_user_name, checked_wait)
 from plasmid.master.booting import Boot, BootingFuture
 from plasmid.master import interrupts, main_script
 from plasmid.master.bootstrap import build_blob
-from plasmid.master.futures import checked_timeout
 from plasmid.master.compilers import (FROM_PATH, ForeignCompilers,
                                       Interpreters, checked_interpreters)
 from plasmid.master.modules import ModuleResponder
@@ -56,236 +60,8 @@ VIA_MARGIN = 10.0
 SSH_KEEPALIVE = (15, 3)
 
 
-def _checked_keepalive(keepalive: Any) -> Optional[tuple[int, int]]:
-    if keepalive is None:
-        return None
-    try:
-        interval, count = keepalive
-        valid = all(isinstance(n, int) and not isinstance(n, bool) and n > 0
-                    for n in (interval, count))
-    except (TypeError, ValueError):
-        valid = False
-    if not valid:
-        raise ValueError('keepalive must be None or (seconds, count), two '
-                         'positive integers, not %r' % (keepalive,))
-    return (interval, count)
-
-
-def _checked_seconds(option: str, seconds: Any,
-                     longest: Optional[float] = None) -> Optional[float]:
-    """None or a positive number of seconds for *option*, at most
-    *longest* where given (connect_timeout=0 used to mean the default,
-    a string failed deep in the start)."""
-    if seconds is None:
-        return None
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
-            or not seconds > 0 or (longest is not None and seconds > longest):
-        raise ValueError('%s must be None or a positive number of seconds%s, '
-                         'not %r' % (option, '' if longest is None else
-                                     ' (at most %d)' % longest, seconds))
-    return float(seconds)
-
-
 # Router.shutdown()'s default wait: the router's own shutdown_timeout.
 SHUTDOWN_TIMEOUT = object()
-
-
-def _checked_wait(option: str, seconds: Any) -> float:
-    """*seconds* for a shutdown's wait as a call's result() takes them
-    (None or infinity: without limit, a negative one: none), within what
-    poll() takes (a NaN failed deep in the wait, in int())."""
-    seconds = checked_timeout(seconds, option)
-    if seconds is None:
-        return LONGEST_CONNECT_TIMEOUT
-    return min(seconds, LONGEST_CONNECT_TIMEOUT)
-
-
-# The frame header's length field has 32 bits; a limit below a few KiB
-# would refuse the start-up's own messages.
-SMALLEST_MESSAGE_LIMIT = 4096
-LARGEST_MESSAGE_LIMIT = (1 << 32) - 1
-
-
-def _checked_message_limit(size: Any) -> int:
-    if isinstance(size, bool) or not isinstance(size, int) or \
-            not SMALLEST_MESSAGE_LIMIT <= size <= LARGEST_MESSAGE_LIMIT:
-        raise ValueError('max_message_size must be a whole number of bytes '
-                         'from %d to %d, not %r' % (SMALLEST_MESSAGE_LIMIT,
-                                                    LARGEST_MESSAGE_LIMIT,
-                                                    size))
-    return size
-
-
-def _checked_password(password: Any) -> Optional[str]:
-    """None or a string typed as one line: a line break in it ended the
-    password early and sent the rest on as the start of the core (a
-    "zlib.error" from the start)."""
-    if password is None:
-        return None
-    if not isinstance(password, str):
-        raise TypeError('password must be None or a string, not %s'
-                        % type(password).__name__)
-    if '\n' in password or '\r' in password:
-        raise ValueError('password must be one line: it holds a line break')
-    return password
-
-
-def _checked_timeout(seconds: Any) -> Optional[float]:
-    return _checked_seconds('prompt_timeout', seconds)
-
-
-# A start's timers and waits go through poll(), which takes at most
-# 2**31 - 1 ms.
-LONGEST_CONNECT_TIMEOUT = 2147483.0
-
-
-def _checked_python_path(python_path: Any) -> Any:
-    """A path (a string or os.PathLike) or an argv list of strings."""
-    if python_path is None:
-        return None
-    if isinstance(python_path, os.PathLike):
-        python_path = os.fspath(python_path)
-    if isinstance(python_path, str):
-        if not python_path:
-            raise ValueError('python_path must not be empty')
-        return python_path
-    if isinstance(python_path, (list, tuple)) and python_path and all(
-            isinstance(word, str) for word in python_path):
-        return list(python_path)
-    raise TypeError('python_path must be a path or a non-empty list of '
-                    'strings (an argv), not %r' % (python_path,))
-
-
-def _checked_flag(option: str, value: Any) -> bool:
-    """True or False, nothing taken for one: ``set_home='no'`` was
-    true."""
-    if not isinstance(value, bool):
-        raise TypeError('%s must be True or False, not %r' % (option, value))
-    return value
-
-
-def _checked_program(option: str, path: Any) -> Optional[str]:
-    """A program's (or a key file's) path: a string or os.PathLike, made
-    a string, which a start through another context can send."""
-    if path is None:
-        return None
-    if isinstance(path, os.PathLike):
-        path = os.fspath(path)
-    if not isinstance(path, str):
-        raise TypeError('%s must be a path (a string or os.PathLike), '
-                        'not %r' % (option, path))
-    if not path:
-        raise ValueError('%s must not be empty' % option)
-    return path
-
-
-def _checked_args(option: str, args: Any,
-                  refusal: Optional[Callable[[list[str]], Optional[str]]]
-                  = None) -> list[str]:
-    """Extra arguments for a program: a sequence of strings.  One string
-    would otherwise be taken apart into characters.  *refusal* (the
-    method's) names an option that would keep the context from starting."""
-    if args is None:
-        return []
-    if isinstance(args, (str, bytes)) or not isinstance(
-            args, (list, tuple)) or not all(isinstance(a, str) for a in args):
-        raise ValueError('%s must be a list of strings, not %r'
-                         % (option, args))
-    why = refusal and refusal(list(args))
-    if why:
-        raise ValueError('%s: %s; plasmid talks to the new Python over the '
-                         "program's plain input and output" % (option, why))
-    return list(args)
-
-
-def _checked_env(option: str, env: Any) -> Optional[dict[str, str]]:
-    """Environment variables for a program: names and values as strings,
-    a name neither empty nor holding '=' (None: none)."""
-    if env is None:
-        return None
-    if not isinstance(env, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) and k and '=' not in k
-            and '\0' not in k + v for k, v in env.items()):
-        raise ValueError('%s must map variable names to strings, not %r'
-                         % (option, env))
-    return dict(env) or None
-
-
-def _checked_user(username: Any) -> Optional[str]:
-    """A container user: a name, or a uid (an int is taken as one)."""
-    if username is None:
-        return None
-    if isinstance(username, int) and not isinstance(username, bool) and \
-            username >= 0:
-        return str(username)
-    if not isinstance(username, str) or not username.strip():
-        raise ValueError('username must be a user name or uid, not %r'
-                         % (username,))
-    return username
-
-
-def _checked_user_name(username: Any) -> Optional[str]:
-    """A user name for ssh, sudo, su or doas: None or '' for the method's
-    own choice (ssh's configured user, root), as before; refused where the
-    program would read it as an option."""
-    if username is None or username == '':
-        return None
-    return _checked_name('username', username, what='a user name')
-
-
-def _checked_port(port: Any) -> Optional[int]:
-    """An ssh port: None (ssh's choice), or 1-65535 (digits as text
-    too).  0 was dropped without a word; a word went to ssh as given."""
-    if port is None:
-        return None
-    if isinstance(port, str) and port.isdigit():
-        port = int(port)
-    if not isinstance(port, int) or isinstance(port, bool) or \
-            not 0 < port < 65536:
-        raise ValueError('port must be None or 1-65535, not %r' % (port,))
-    return port
-
-
-def _checked_container(container: Any) -> str:
-    """A container name or id, refused where the engine's client would
-    read it as an option, or as nothing at all."""
-    return _checked_name('container', container, what='a container name '
-                         'or id')
-
-
-def _checked_name(option: str, value: Any, optional: bool = False,
-                  what: str = 'a name') -> Optional[str]:
-    """A name a client takes as one word of its command line: refused
-    where it would read it as an option, or as nothing at all."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value.strip() or \
-            value.startswith('-'):
-        raise ValueError('%s must be %s, not %r' % (option, what, value))
-    return value
-
-
-def _checked_pid(pid: Any) -> int:
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        raise ValueError('pid must be a positive integer, not %r' % (pid,))
-    return pid
-
-
-# What nsenter can enter, by its option names.
-NAMESPACES = ('mount', 'uts', 'ipc', 'net', 'pid', 'cgroup', 'user', 'time')
-
-
-def _checked_namespaces(namespaces: Any) -> Optional[list[str]]:
-    """None (every namespace the target does not share with us) or a
-    non-empty selection of NAMESPACES."""
-    if namespaces is None:
-        return None
-    if isinstance(namespaces, str) or not isinstance(
-            namespaces, (list, tuple, set, frozenset)) or not namespaces or \
-            not all(n in NAMESPACES for n in namespaces):
-        raise ValueError('namespaces must be None (all of them) or some of '
-                         '%s, not %r' % (', '.join(NAMESPACES), namespaces))
-    return sorted(namespaces, key=NAMESPACES.index)
 
 
 def _target_python(python_path: PythonPath) -> Any:
@@ -294,7 +70,7 @@ def _target_python(python_path: PythonPath) -> Any:
     python3 on its PATH unless told."""
     if python_path is None or python_path == '':
         return 'python3'
-    return _checked_python_path(python_path)
+    return checked_python_path(python_path)
 
 
 def longest_start_of(spec: dict) -> float:
@@ -502,7 +278,7 @@ class MasterContext(Context):
 
     def shutdown(self, wait: bool = True, timeout: float = 10.0) -> None:
         """Ask the context to exit; with *wait*, until its process is gone."""
-        timeout = _checked_wait('timeout', timeout)
+        timeout = checked_wait('timeout', timeout)
         if not self.is_alive():
             return
         self.note_shut_down()
@@ -605,10 +381,10 @@ class Router:
         ``'X.Y'`` to an interpreter, or None (such contexts compile what
         they import).  *send_bytecode* False: every context compiles."""
         interpreters = checked_interpreters(compilers)
-        threaded = _checked_flag('threaded', threaded)
-        send_bytecode = _checked_flag('send_bytecode', send_bytecode)
-        max_message_size = _checked_message_limit(max_message_size)
-        shutdown_timeout = _checked_wait('shutdown_timeout', shutdown_timeout)
+        threaded = checked_flag('threaded', threaded)
+        send_bytecode = checked_flag('send_bytecode', send_bytecode)
+        max_message_size = checked_message_limit(max_message_size)
+        shutdown_timeout = checked_wait('shutdown_timeout', shutdown_timeout)
         self.loop = Loop()
         self.core = MasterCore(self.loop, MASTER_ID, max_message_size)
         self.responder = ModuleResponder(self.core)
@@ -688,20 +464,20 @@ class Router:
                 not isinstance(password_prompt, str) or not password_prompt):
             raise ValueError('password_prompt must be a non-empty string, '
                              'not %r' % (password_prompt,))
-        prompt_timeout = _checked_timeout(prompt_timeout)
+        prompt_timeout = checked_prompt_timeout(prompt_timeout)
         return self._start('ssh', via, name, connect_timeout,
-                           hostname=_checked_name('hostname', hostname,
-                                                  what='a host name'),
-                           port=_checked_port(port),
-                           username=_checked_user_name(username),
-                           identity_file=_checked_program(
+                           hostname=checked_name('hostname', hostname,
+                                                 what='a host name'),
+                           port=checked_port(port),
+                           username=checked_user_name(username),
+                           identity_file=checked_program(
                                'identity_file', identity_file),
-                           password=_checked_password(password),
+                           password=checked_password(password),
                            python_path=python_path or 'python3',
-                           ssh_args=_checked_args('ssh_args', ssh_args,
-                                                  ssh_method.refusal),
-                           ssh_path=_checked_program('ssh_path', ssh_path),
-                           keepalive=_checked_keepalive(keepalive),
+                           ssh_args=checked_args('ssh_args', ssh_args,
+                                                 ssh_method.refusal),
+                           ssh_path=checked_program('ssh_path', ssh_path),
+                           keepalive=checked_keepalive(keepalive),
                            password_prompt=password_prompt,
                            # Without a password ssh has no terminal, and
                            # its warnings on stderr are no prompt.
@@ -721,15 +497,16 @@ class Router:
         leaves HOME to sudo's policy and *sudo_args* (``-E`` keeps ours).
         *prompt_timeout*: see :meth:`su`."""
         return self._start('sudo', via, name, connect_timeout,
-                           username=_checked_user_name(username),
-                           password=_checked_password(password),
+                           username=checked_user_name(username),
+                           password=checked_password(password),
                            python_path=self._python(python_path, via),
-                           sudo_args=_checked_args('sudo_args', sudo_args,
-                                                   sudo_method.refusal),
-                           sudo_path=_checked_program('sudo_path', sudo_path),
-                           set_home=_checked_flag('set_home',
-                                                   set_home),
-                           prompt_timeout=_checked_timeout(prompt_timeout))
+                           sudo_args=checked_args('sudo_args', sudo_args,
+                                                  sudo_method.refusal),
+                           sudo_path=checked_program('sudo_path', sudo_path),
+                           set_home=checked_flag('set_home',
+                                                 set_home),
+                           prompt_timeout=checked_prompt_timeout(
+                               prompt_timeout))
 
     def su(self, username: str = 'root', password: Optional[str] = None,
            via: Optional[MasterContext] = None,
@@ -745,13 +522,14 @@ class Router:
         prompt nobody will answer) and fallen silent; then it fails.  None
         leaves only *connect_timeout* to bound it."""
         return self._start('su', via, name, connect_timeout,
-                           username=_checked_user_name(username),
-                           password=_checked_password(password),
+                           username=checked_user_name(username),
+                           password=checked_password(password),
                            python_path=self._python(python_path, via),
-                           su_args=_checked_args('su_args', su_args,
-                                                 su_method.refusal),
-                           su_path=_checked_program('su_path', su_path),
-                           prompt_timeout=_checked_timeout(prompt_timeout))
+                           su_args=checked_args('su_args', su_args,
+                                                su_method.refusal),
+                           su_path=checked_program('su_path', su_path),
+                           prompt_timeout=checked_prompt_timeout(
+                               prompt_timeout))
 
     def doas(self, username: str = 'root', password: Optional[str] = None,
              via: Optional[MasterContext] = None,
@@ -764,12 +542,13 @@ class Router:
         password is typed at doas's prompt on a private terminal.
         *prompt_timeout*: see :meth:`su`."""
         return self._start('doas', via, name, connect_timeout,
-                           username=_checked_user_name(username),
-                           password=_checked_password(password),
+                           username=checked_user_name(username),
+                           password=checked_password(password),
                            python_path=self._python(python_path, via),
-                           doas_args=_checked_args('doas_args', doas_args),
-                           doas_path=_checked_program('doas_path', doas_path),
-                           prompt_timeout=_checked_timeout(prompt_timeout))
+                           doas_args=checked_args('doas_args', doas_args),
+                           doas_path=checked_program('doas_path', doas_path),
+                           prompt_timeout=checked_prompt_timeout(
+                               prompt_timeout))
 
     def docker(self, container: str, username: Optional[str] = None,
                via: Optional[MasterContext] = None,
@@ -788,8 +567,8 @@ class Router:
         return self._start_in_container(
             'docker', container, username, via, python_path, exec_args,
             name, connect_timeout,
-            docker_path=_checked_program('docker_path', docker_path),
-            client_args=_checked_args('docker_args', docker_args))
+            docker_path=checked_program('docker_path', docker_path),
+            client_args=checked_args('docker_args', docker_args))
 
     def podman(self, container: str, username: Optional[str] = None,
                via: Optional[MasterContext] = None,
@@ -803,8 +582,8 @@ class Router:
         return self._start_in_container(
             'podman', container, username, via, python_path, exec_args,
             name, connect_timeout,
-            podman_path=_checked_program('podman_path', podman_path),
-            client_args=_checked_args('podman_args', podman_args))
+            podman_path=checked_program('podman_path', podman_path),
+            client_args=checked_args('podman_args', podman_args))
 
     def lxc(self, container: str, via: Optional[MasterContext] = None,
             python_path: PythonPath = None,
@@ -816,12 +595,12 @@ class Router:
         root; *attach_args* go to lxc-attach (``--uid``, ``--keep-env``).
         *python_path*: as for :meth:`docker`."""
         return self._start('lxc', via, name, connect_timeout,
-                           container=_checked_container(container),
+                           container=checked_container(container),
                            python_path=_target_python(python_path),
-                           attach_args=_checked_args('attach_args',
-                                                     attach_args),
-                           lxc_attach_path=_checked_program('lxc_attach_path',
-                                                            lxc_attach_path))
+                           attach_args=checked_args('attach_args',
+                                                    attach_args),
+                           lxc_attach_path=checked_program('lxc_attach_path',
+                                                           lxc_attach_path))
 
     def kubectl(self, pod: str, container: Optional[str] = None,
                 namespace: Optional[str] = None,
@@ -842,19 +621,19 @@ class Router:
         the program, not on its command line).  *python_path*: as for
         :meth:`docker`."""
         return self._start('kubectl', via, name, connect_timeout,
-                           pod=_checked_name('pod', pod),
-                           container=_checked_name('container', container,
-                                                   optional=True),
-                           namespace=_checked_name('namespace', namespace,
-                                                   optional=True),
+                           pod=checked_name('pod', pod),
+                           container=checked_name('container', container,
+                                                  optional=True),
+                           namespace=checked_name('namespace', namespace,
+                                                  optional=True),
                            python_path=_target_python(python_path),
-                           kubectl_args=_checked_args('kubectl_args',
-                                                      kubectl_args),
-                           exec_args=_checked_args('exec_args', exec_args),
-                           kubectl_path=_checked_program('kubectl_path',
-                                                         kubectl_path),
-                           program_env=_checked_env('kubectl_env',
-                                                    kubectl_env))
+                           kubectl_args=checked_args('kubectl_args',
+                                                     kubectl_args),
+                           exec_args=checked_args('exec_args', exec_args),
+                           kubectl_path=checked_program('kubectl_path',
+                                                        kubectl_path),
+                           program_env=checked_env('kubectl_env',
+                                                   kubectl_env))
 
     def _start_in_container(self, method: str, container: str,
                             username: Optional[str],
@@ -864,10 +643,10 @@ class Router:
                             name: Optional[str], connect_timeout: float,
                             **client: Any) -> MasterContext:
         return self._start(method, via, name, connect_timeout,
-                           container=_checked_container(container),
-                           username=_checked_user(username),
+                           container=checked_container(container),
+                           username=checked_user(username),
                            python_path=_target_python(python_path),
-                           exec_args=_checked_args('exec_args', exec_args),
+                           exec_args=checked_args('exec_args', exec_args),
                            **client)
 
     def setns(self, pid: int, via: Optional[MasterContext] = None,
@@ -884,16 +663,16 @@ class Router:
         is the process's, so *python_path* (default ``python3``) is looked
         up in its filesystem."""
         return self._start('setns', via, name, connect_timeout,
-                           pid=_checked_pid(pid),
-                           namespaces=_checked_namespaces(namespaces),
+                           pid=checked_pid(pid),
+                           namespaces=checked_namespaces(namespaces),
                            python_path=_target_python(python_path),
-                           nsenter_path=_checked_program('nsenter_path',
-                                                         nsenter_path))
+                           nsenter_path=checked_program('nsenter_path',
+                                                        nsenter_path))
 
     def _python(self, python_path: PythonPath,
                 via: Optional[MasterContext]) -> Any:
         if python_path is not None:
-            return _checked_python_path(python_path)
+            return checked_python_path(python_path)
         if via is not None:
             self._check_via(via)  # before it is asked for its Python
             return via.python_path or 'python3'
@@ -921,13 +700,13 @@ class Router:
             lost = self.core.lost_error(via.context_id)
             raise ViaLost('cannot start a context via %s: %s'
                           % (via.name, lost), lost.said)
-        connect_timeout = _checked_seconds('connect_timeout', connect_timeout,
-                                           LONGEST_CONNECT_TIMEOUT)
+        connect_timeout = checked_seconds('connect_timeout', connect_timeout,
+                                          LONGEST_CONNECT_TIMEOUT)
         if name is not None and not isinstance(name, str):
             raise TypeError('name must be None or a string, not %r'
                             % (name,))
         if 'python_path' in options:
-            options['python_path'] = _checked_python_path(
+            options['python_path'] = checked_python_path(
                 options['python_path'])
         self._sweep()
         context_id = next(self.ids)
@@ -1185,7 +964,7 @@ class Router:
                 "thread, where a future's callback or a handler of "
                 "plasmid.ctx.* logs runs: shut it down from another thread")
         timeout = self.shutdown_timeout if timeout is SHUTDOWN_TIMEOUT \
-            else _checked_wait('timeout', timeout)
+            else checked_wait('timeout', timeout)
         deadline = time.monotonic() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once

@@ -11,7 +11,7 @@ import pytest
 
 import import_fns
 from master_path import on_master_path
-from plasmid.master.modules import ANSIBLE_PAYLOAD
+from plasmid.master.finder import ANSIBLE_PAYLOAD
 import plasmid
 from testbed.pythons import require_python
 

@@ -23,7 +23,9 @@ from master_path import on_master_path  # noqa: E402
 import plasmid  # noqa: E402
 import request_fns  # noqa: E402
 from plasmid.master import bootstrap, data_files, modules  # noqa: E402
-from plasmid.master.modules import ModuleFinder, ModuleGraph  # noqa: E402
+from plasmid.master import finder as finder_module  # noqa: E402
+from plasmid.master.finder import ModuleFinder  # noqa: E402
+from plasmid.master.modules import ModuleGraph  # noqa: E402
 from testbed.pythons import require_python  # noqa: E402
 
 
@@ -149,7 +151,7 @@ def test_finder_refuses_what_no_module_is_named_unlooked_for(
 def test_finder_keeps_a_bounded_number_of_misses(monkeypatch) -> None:
     """Every name asked, made up ones too, stayed for the master's life
     (300,000 asked by a context: 300,000 entries kept, gone or not)."""
-    monkeypatch.setattr(modules, 'MISSES_KEPT', 100)
+    monkeypatch.setattr(finder_module, 'MISSES_KEPT', 100)
     finder = ModuleFinder()
     graph = ModuleGraph(finder)
     made_up = ['plasmid_made_up_%d' % i for i in range(1000)]
@@ -583,7 +585,7 @@ def test_a_request_for_too_many_names_is_malformed(origin) -> None:
 
 
 def test_names_a_context_makes_up_are_kept_only_so_many(monkeypatch) -> None:
-    monkeypatch.setattr(modules, 'MISSES_KEPT', 100)
+    monkeypatch.setattr(finder_module, 'MISSES_KEPT', 100)
     names = ['plasmid_made_up_%d' % i for i in range(300)]
     with plasmid.Router() as router:
         ctx = router.local()

@@ -443,16 +443,16 @@ def test_a_host_user_or_port_read_as_an_option_or_nothing_is_refused(
 def test_an_empty_user_name_is_the_methods_own_choice() -> None:
     """ansible passes an unset remote_user as '': ssh's configured user,
     as vanilla's ssh plugin reads it (and sudo's root)."""
-    from plasmid.master.router import _checked_user_name
-    assert _checked_user_name('') is None
-    assert _checked_user_name(None) is None
-    assert _checked_user_name('deploy') == 'deploy'
+    from plasmid.master.arguments import checked_user_name
+    assert checked_user_name('') is None
+    assert checked_user_name(None) is None
+    assert checked_user_name('deploy') == 'deploy'
 
 
 def test_a_port_given_as_digits_is_a_port() -> None:
-    from plasmid.master.router import _checked_port
-    assert _checked_port('2222') == 2222
-    assert _checked_port(None) is None
+    from plasmid.master.arguments import checked_port
+    assert checked_port('2222') == 2222
+    assert checked_port(None) is None
 
 
 @pytest.mark.parametrize('method', ['docker', 'podman'])
@@ -554,12 +554,13 @@ def test_a_router_shutdown_with_no_timeout_waits_for_a_busy_call(
         tmp_path) -> None:
     """timeout=None means no limit, as for result() and Context.shutdown;
     Router.shutdown took it for its default, shutdown_timeout, and killed
-    the context while its call ran."""
+    the context while its call ran.  The context's own grace (2 s) ended a
+    call waited for without limit, or longer than that, as well."""
     release = tmp_path / 'release'
     released = threading.Event()
 
     def release_later() -> None:
-        time.sleep(1.0)  # well past the shutdown_timeout
+        time.sleep(3.0)  # past the shutdown_timeout and the grace
         released.set()
         release.write_text('')
 

@@ -248,7 +248,8 @@ def test_source_given_is_used_without_reading(tmp_path) -> None:
 
 _COLD_SCAN = '''
 import json, sys, time
-from plasmid.master.modules import ModuleFinder, ModuleGraph
+from plasmid.master.finder import ModuleFinder
+from plasmid.master.modules import ModuleGraph
 graph = ModuleGraph(ModuleFinder())
 start = time.perf_counter()
 order, absent = graph.closure('django.db.models')
