@@ -25,7 +25,7 @@ from plasmid.core.stream import Stream
 
 # The running context, for code (like connect.spawn) that runs inside it.
 current = None
-SHUTDOWN_GRACE = 2.0   # seconds a stuck call gets before a forced exit
+SHUTDOWN_GRACE = 2.0   # seconds calls get at least before a forced exit
 CHILD_SHUTDOWN_WAIT = 5.0
 
 
@@ -157,15 +157,19 @@ class ChildContext(object):
     # --------------------------------------------------------- shutdown
 
     def _on_shutdown(self, msg):
-        """Loop thread: let the current call finish, then stop."""
+        """Loop thread: let the calls queued before it finish, then stop."""
         if self.stopping:
             return
         self.stopping = True
         self.dispatcher.stop()
-        self.loop.call_later(SHUTDOWN_GRACE, self._force_exit_if_busy)
         # The message holds the seconds the parent waits for us, if any:
-        # output still queued at the end may take them.
-        self.flush_until = now() + min(msg.data and msg.value() or 0, 1e6)
+        # the calls may run that long (the parent kills us then; a forced
+        # exit sooner cut a call it meant to wait for), and output still
+        # queued at the end may take them.
+        waited = min(msg.data and msg.value() or 0, 1e6)
+        self.flush_until = now() + waited
+        self.grace = max(SHUTDOWN_GRACE, waited)
+        self.loop.call_later(self.grace, self._force_exit_if_busy)
 
     def _force_exit_if_busy(self):
         # Not busy: the main thread is in _finish, waiting (bounded) for
@@ -173,8 +177,7 @@ class ChildContext(object):
         if not self.dispatcher.busy:
             return
         Logger('plasmid.child').error(
-            'a call outlived the shutdown by %.1fs: exiting',
-            SHUTDOWN_GRACE)
+            'calls still ran %.1fs after the shutdown: exiting', self.grace)
         self._flush_and_exit(1)
 
     def _on_parent_lost(self):
