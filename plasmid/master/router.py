@@ -968,12 +968,23 @@ class Router:
         deadline = time.monotonic() + timeout
         for proc in self.starts.close():
             proc.kill()  # its start fails at once
-        told = self._tell_to_shut_down(set(), deadline)
-        # Starts via others fail as those leave; one that got its context
-        # up meanwhile has kept it, to be told now.
-        self.starts.wait(deadline)
-        self._tell_to_shut_down(told, deadline)
-        self._wait_streams_closed(deadline)
+        try:
+            told = self._tell_to_shut_down(set(), deadline)
+            # Starts via others fail as those leave; one that got its
+            # context up meanwhile has kept it, to be told now.
+            self.starts.wait(deadline)
+            self._tell_to_shut_down(told, deadline)
+            self._wait_streams_closed(deadline)
+        except BaseException:
+            # Ctrl-C in a wait: what is still up ends now, killed, rather
+            # than running on behind a router that counts as shut down.
+            self._free_everything(time.monotonic())
+            raise
+        self._free_everything(deadline)
+
+    def _free_everything(self, deadline: float) -> None:
+        """The end of a shutdown: stop the loop, close every link, reap
+        (killing what has not exited by *deadline*) and release it all."""
         self._stop_loop()
         for stream in list(self.streams):
             stream.close()  # the loop is stopped: safe from this thread

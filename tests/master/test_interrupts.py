@@ -117,3 +117,20 @@ def _words_printed_by(code: str) -> list[str]:
 def test_the_safe_places_are_the_loops_waits() -> None:
     names = sorted(code.co_name for code in interrupts.SAFE_CODE)
     assert names == ['_poll', '_spin', 'acquire_lock', 'poll_once']
+
+
+@pytest.mark.parametrize('mode', ['threadless', 'threaded'])
+def test_an_interrupted_shutdown_still_ends_every_context(mode: str) -> None:
+    """Ctrl-C while Router.shutdown waited for busy contexts left them
+    running, the I/O thread and the links open, and a second shutdown()
+    did nothing (the router counted as shut down from the start).  The
+    interrupt now ends what is still up at once, and is raised."""
+    done = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, 'interrupted_shutdown.py'),
+         mode], capture_output=True, text=True, timeout=120,
+        preexec_fn=interruptible)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {'interrupted': True, 'running': [],
+                    'second shutdown quick': True, 'threads': [],
+                    'more descriptors': 0}, (seen, done.stderr)

@@ -1,0 +1,61 @@
+"""A master interrupted (SIGINT to itself) half a second into a router's
+shutdown, while two contexts are busy with a call; prints one JSON line:
+whether the shutdown raised KeyboardInterrupt, the contexts' processes
+still running two seconds later, whether a second shutdown() returned
+at once, whether the router's I/O thread still runs, and how many more
+descriptors the master holds than before the router opened.
+
+Usage: interrupted_shutdown.py threadless|threaded
+"""
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(HERE)))]
+
+import plasmid  # noqa: E402
+
+
+def running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open('/proc/%d/stat' % pid) as stat:  # a zombie has ended
+        return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+def main(mode):
+    descriptors = len(os.listdir('/proc/self/fd'))
+    router = plasmid.Router(threaded=(mode == 'threaded'))
+    contexts = [router.local(name='busy-%d' % n) for n in range(2)]
+    pids = [ctx.info['pid'] for ctx in contexts]
+    for ctx in contexts:
+        ctx.call_no_reply(time.sleep, 60)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    interrupted = False
+    try:
+        router.shutdown(timeout=10)
+    except KeyboardInterrupt:
+        interrupted = True
+    time.sleep(2.0)
+    started = time.monotonic()
+    router.shutdown(timeout=10)
+    again = time.monotonic() - started
+    io_threads = [t.name for t in threading.enumerate()
+                  if t is not threading.current_thread()]
+    print(json.dumps({
+        'interrupted': interrupted,
+        'running': [pid for pid in pids if running(pid)],
+        'second shutdown quick': again < 1.0,
+        'threads': io_threads,
+        'more descriptors': len(os.listdir('/proc/self/fd')) - descriptors,
+    }))
+
+
+if __name__ == '__main__':
+    main(sys.argv[1])
