@@ -57,6 +57,7 @@ LAST_WORDS_WAIT = 0.5
 # lines (a warning at start-up) say nothing of why the link went.
 LAST_WORDS_RECENT = 1.0
 LAST_WORDS_SIZE = 4096  # characters of it kept, from a line's start
+PARTIAL_LINE_KEPT = 4096  # characters of stderr held for their line's end
 # How long a link whose program has exited may still deliver what the
 # program wrote before it ends by itself (see ExitWatch).
 EXITED_LINK_WAIT = 0.25
@@ -775,6 +776,9 @@ class ErrorOutput(object):
         self.recent = collections.deque(maxlen=64)
         self.input_ended = None  # when the link's stdout ended
         self.ended = False
+        # The start of a line not ended yet: a program whose stderr has
+        # no buffer (Python's traceback) writes a line in pieces.
+        self.partial = u''
         self.closing = None  # the stream's close, held for the last words
 
     def said(self):
@@ -835,13 +839,23 @@ class ErrorOutput(object):
             os.close(self.proc.stderr)
             self.proc.stderr = None
             self.ended = True
+            self._log(self.partial)
             self._release()
             return
         text = data.decode('utf-8', 'replace')
         self.recent.append((now(), text))
-        for line in text.splitlines():
-            if line.strip():
-                context_log.log(self.name, logging.WARNING, '%s', (line,))
+        lines = (self.partial + text).split('\n')
+        self.partial = lines.pop()
+        if len(self.partial) > PARTIAL_LINE_KEPT:  # no line end in sight
+            lines.append(self.partial)
+            self.partial = u''
+        for line in lines:
+            self._log(line)
+
+    def _log(self, line):
+        if line.strip():
+            context_log.log(self.name, logging.WARNING, '%s',
+                            (line.rstrip('\r'),))
 
 
 def reap(proc, timeout=REAP_TIMEOUT):

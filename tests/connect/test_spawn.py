@@ -311,6 +311,23 @@ def test_a_lost_link_gives_its_programs_last_words() -> None:
     assert later.value.said == said
 
 
+def test_a_line_its_program_writes_in_pieces_is_logged_whole(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """What a context's program writes on its stderr after the start was
+    logged as read: a line written in pieces (Python's traceback, on a
+    stderr without a buffer) became a record per piece."""
+    pieces = ('(sleep 0.3; printf Attribute >&2; sleep 0.2; printf ": " >&2;'
+              ' sleep 0.2; printf "no POLLIN\\r\\nnext\\n" >&2) & ')
+    caplog.set_level(logging.WARNING, logger='plasmid.ctx')
+    with plasmid.Router() as router:
+        ctx = router.local(name='pieces', python_path=[
+            'sh', '-c', pieces + 'exec "$0" "$@"', sys.executable])
+        ctx.call(time.sleep, 1.0)
+    said = [r.getMessage() for r in caplog.records
+            if r.name == 'plasmid.ctx.pieces']
+    assert said == ['Attribute: no POLLIN', 'next']
+
+
 def test_a_link_whose_stderr_stays_open_is_lost_without_words() -> None:
     """A program that keeps stderr open after its stdout has ended does
     not hold the loss up: it comes after LAST_WORDS_WAIT, the program
