@@ -238,7 +238,8 @@ class MasterContext(Context):
                 raise
             # The codec counts the call's own tuples: say the arguments'.
             raise StreamError(
-                'cannot send arguments nested more than %d containers deep'
+                'cannot send arguments nested more than %d containers deep '
+                '(a list or dict that holds itself is nested without end)'
                 % ARGUMENT_DEPTH) from None
 
     def _before_call(self, module: str) -> str:

@@ -262,6 +262,17 @@ def test_results_nested_too_deep_are_refused_with_their_own_limit(
     assert ctx.call(local_fns.echo, 'still fine') == 'still fine'
 
 
+def test_an_argument_that_holds_itself_is_refused_saying_so(
+        ctx: plasmid.Context) -> None:
+    """A list that holds itself was refused as nested too deep, which
+    read as a wrong count: the refusal names the likely cause too."""
+    looped: list = [1]
+    looped.append(looped)
+    with pytest.raises(plasmid.Error, match='holds itself'):
+        ctx.call(local_fns.record, looped)
+    assert ctx.call(local_fns.recorded) == []
+
+
 @pytest.mark.parametrize('version', [None, '2.7'])
 def test_a_dict_subclass_whose_attributes_are_its_keys_travels(
         router: plasmid.Router, version) -> None:
