@@ -1,9 +1,11 @@
 """A master interrupted (SIGINT to itself) half a second into a router's
 shutdown, while two contexts are busy with a call; prints one JSON line:
 whether the shutdown raised KeyboardInterrupt, the contexts' processes
-still running two seconds later, whether a second shutdown() returned
-at once, whether the router's I/O thread still runs, and how many more
-descriptors the master holds than before the router opened.
+still running two seconds later, the links the router still holds and
+the contexts it still counts as up (what a second shutdown() would have
+to end), whether the router's I/O thread still runs after that second
+shutdown(), and how many more descriptors the master holds than before
+the router opened.
 
 Usage: interrupted_shutdown.py threadless|threaded
 """
@@ -43,15 +45,16 @@ def main(mode):
     except KeyboardInterrupt:
         interrupted = True
     time.sleep(2.0)
-    started = time.monotonic()
+    links = len(router.streams)
+    up = [ctx.name for ctx in contexts if ctx.is_alive()]
     router.shutdown(timeout=10)
-    again = time.monotonic() - started
     io_threads = [t.name for t in threading.enumerate()
                   if t is not threading.current_thread()]
     print(json.dumps({
         'interrupted': interrupted,
         'running': [pid for pid in pids if running(pid)],
-        'second shutdown quick': again < 1.0,
+        'links': links,
+        'up': up,
         'threads': io_threads,
         'more descriptors': len(os.listdir('/proc/self/fd')) - descriptors,
     }))
