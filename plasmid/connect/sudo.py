@@ -40,10 +40,12 @@ REFUSED_FLAGS = {
     'v': 'refreshes credentials instead of running a command',
     'K': 'removes credentials instead of running a command',
     'V': 'prints the version and exits',
+    # Ours says when to answer with the password; sudo refuses a second.
+    'p': 'sets the password prompt, which plasmid sets itself',
 }
 LONG_FLAGS = {'--background': 'b', '--edit': 'e', '--list': 'l',
               '--validate': 'v', '--remove-timestamp': 'K',
-              '--version': 'V'}
+              '--version': 'V', '--prompt': 'p'}
 # sudo's long options that take a value ("--user root", "--user=root").
 LONG_TAKES_VALUE = ('--chdir', '--chroot', '--close-from', '--command-timeout',
                     '--group', '--host', '--login-class', '--other-user',

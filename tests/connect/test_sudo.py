@@ -91,10 +91,12 @@ def test_a_module_planted_in_the_working_directory_never_runs(
 @pytest.mark.parametrize('args,named', [
     (['-b'], '-b'), (['-E', '-b'], '-b'), (['-Eb'], '-Eb'),
     (['--background'], '--background'), (['-l'], '-l'), (['-e'], '-e'),
-    (['--validate'], '--validate')])
+    (['--validate'], '--validate'), (['-p', 'Password:'], '-p'),
+    (['--prompt=x'], '--prompt=x'), (['-E', '-pX'], '-pX')])
 def test_options_that_keep_sudo_from_running_the_context_are_refused(
         router, args, named) -> None:
-    """sudo -b "started", answered a call or two, then lost its link."""
+    """sudo -b "started", answered a call or two, then lost its link;
+    a prompt of the caller's made sudo print its usage (ours is set)."""
     with pytest.raises(ValueError) as raised:
         router.sudo(sudo_args=args, connect_timeout=60)
     assert str(raised.value).startswith('sudo_args: %s ' % named), \
@@ -107,7 +109,7 @@ def test_sudo_values_and_words_after_double_dash_are_no_options() -> None:
     assert sudo_method.refusal(['--', '-b']) is None
     assert sudo_method.refusal(['-E', '-H', '-n', '-i', '-s']) is None
     # A long option's value, in the next word: it was read as an option.
-    assert sudo_method.refusal(['--prompt', '--list']) is None
+    assert sudo_method.refusal(['-g', '--list']) is None
     assert sudo_method.refusal(['--user', '-l']) is None
     assert sudo_method.refusal(['--user=x', '-l']).startswith('-l ')
     assert sudo_method.refusal(['--preserve-env', '-l']).startswith('-l ')
