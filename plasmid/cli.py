@@ -61,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     call = sub.add_parser('call', help='call module.function in the last '
                           'context and print the JSON result')
     call.add_argument('function', help='dotted name, e.g. platform.node')
-    call.add_argument('args', nargs='*', help='JSON arguments')
+    # A default: argparse otherwise names args as required when the
+    # function is missing (they are not).
+    call.add_argument('args', nargs='*', default=[], help='JSON arguments')
     for command in (info, call):
         command.set_defaults(hops=[])
         command.add_argument('--local', nargs='?', const='', dest='local',
