@@ -47,6 +47,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 
 from plasmid.ansible import baseline, shell_spawn
 from plasmid.core import child as context_process, dispatch
@@ -474,8 +475,8 @@ def _read_exactly(fd, size):  # pragma: no cover - in a spare child
 def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     status = 1
     try:
+        _let_go_of_links()  # first: it puts sys.stdout/stderr on fds 1/2
         _set_stage(out_w, err_w)
-        _let_go_of_links()
         _keep_from_commands()
         status = _run_main(lambda: main(names_w))[0]
         _report_end(names_w, before, status)
@@ -539,20 +540,25 @@ def _set_stage(out_w, err_w):  # pragma: no cover - in the child
 
 
 def _let_go_of_links():  # pragma: no cover - in the child
-    """/dev/null over the context's links to its parent and to the
-    children it started: a module process that held them while it ran hid
-    the context's death from its parent and from those children until the
-    module ended.  The core's fork hook does this on Python 3.7+; Python
-    2.7 and 3.6 have no fork hooks.  Read-write, as the link was."""
-    here = context_process.current
-    if here is None or hasattr(os, 'register_at_fork'):
+    """What Python 3.7+ does at every fork, the core's fork hook and
+    logging's, which Python 2.7 and 3.6 lack: /dev/null over the context's
+    links to its parent and to the children it started (a module process
+    that held them while it ran hid the context's death from its parent
+    and from those children until the module ended), those links closed,
+    and fresh locks for the router, the importer, the links and logging.
+    Another thread of the context may have held one as we forked (the
+    loop's, one logging or printing): the module's first ``getLogger``
+    waited for ever on a copy no thread here will release."""
+    if hasattr(os, 'register_at_fork'):
         return
-    null = os.open(os.devnull, os.O_RDWR)
-    for stream in [here.parent] + here.children:
-        if not stream.closed:  # a closed one's fd numbers may be reused
-            for fd in set((stream.rfd, stream.wfd)):
-                os.dup2(null, fd)
-    os.close(null)
+    logging._lock = threading.RLock()
+    for ref in list(logging._handlerList):
+        handler = ref()
+        if handler is not None:
+            handler.createLock()
+    here = context_process.current
+    if here is not None:
+        here._after_fork()
 
 
 def _keep_from_commands():  # pragma: no cover - in the child

@@ -1,6 +1,8 @@
 """Run in contexts by test_forks.py (any Python, 2.7 too)."""
 import os
+import signal
 import sys
+import time
 
 from plasmid.ansible import forks
 
@@ -197,3 +199,53 @@ SLEEPER = forks.Forker(_sleep)
 def run_sleeping(seconds):
     """Work that lasts *seconds* in a module process: its exit status."""
     return SLEEPER.run(seconds)[0]
+
+
+def _log_then_say(payload):
+    """A module that logs: its first getLogger takes logging's lock."""
+    import logging
+    logging.getLogger('a.module').warning('logged')
+    sys.stdout.write('logged')
+    sys.exit(0)
+
+
+LOGGING = forks.Forker(_log_then_say)
+
+
+def run_while_logging_is_locked():
+    """Run a module that logs while another thread of the context holds
+    logging's lock for a second (as one in logging.getLogger would):
+    its status (-9: killed after 10 s, stuck) and output."""
+    import logging
+    import threading
+    held = threading.Event()
+
+    def hold():
+        with logging._lock:
+            held.set()
+            time.sleep(1.0)  # 3.7+ forks wait for it (logging's fork hook)
+
+    def kill_children_after(seconds):
+        # A child stuck on a copy of a lock held as it forked waits for
+        # ever: killed, it reports the signal.
+        if done.wait(seconds):
+            return
+        here = os.getpid()
+        for task in os.listdir('/proc/%d/task' % here):
+            with open('/proc/%d/task/%s/children' % (here, task)) as f:
+                for pid in f.read().split():
+                    os.kill(int(pid), signal.SIGKILL)
+
+    done = threading.Event()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    killer = threading.Thread(target=kill_children_after, args=(10.0,))
+    killer.start()
+    try:
+        status, out, _, _ = LOGGING.run('go')
+    finally:
+        done.set()
+        holder.join()
+        killer.join()
+    return status, out.decode('ascii')

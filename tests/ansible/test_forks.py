@@ -66,6 +66,19 @@ def test_a_module_process_waits_for_the_work_it_left_running(version):
         assert list(ctx.call(forks_fns.run_leaving_work)) == [0, expected]
 
 
+@pytest.mark.parametrize('version', ['2.7', '3.6', '3.13'])
+def test_a_module_process_forked_while_a_thread_held_loggings_lock_logs(
+        version):
+    """A fork inherits each lock as it was: on Python 2.7 and 3.6 (no fork
+    hooks) a module process forked while another thread of the context
+    held logging's lock waited for ever in its first getLogger (killed
+    here by its alarm)."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        assert list(ctx.call(forks_fns.run_while_logging_is_locked)) == \
+            [0, 'logged']
+
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_crash_shows_the_modules_frames_not_ours(version):
     """The traceback of an exception the work let out began with the
