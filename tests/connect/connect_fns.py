@@ -65,9 +65,12 @@ def sleep(seconds):
     return seconds
 
 
-def spin_holding_the_gil():
+def spin_holding_the_gil(marker=None):
     """Sum numbers in C for days: no other thread of this interpreter runs
-    meanwhile, its I/O loop included."""
+    meanwhile, its I/O loop included.  First create the file *marker*, if
+    given: the call has started."""
+    if marker is not None:
+        open(marker, 'w').close()
     try:
         numbers = xrange  # noqa: F821 (Python 2: range makes a list)
     except NameError:

@@ -18,6 +18,7 @@ from plasmid.connect import local, spawn, ssh, sudo
 from testbed.fds import new_since, open_files
 from testbed.interposed import interposed
 from testbed.ports import free_port
+from testbed.procs import wait_gone
 from testbed.pythons import require_python
 
 # Python 2.7-compatible payload: the first stage runs it with exec().
@@ -539,12 +540,16 @@ def test_what_a_child_wrote_before_exiting_waits_while_its_link_is_paused(
         python = require_python(version)
         top = router.local(name='pausing', python_path=python)
         below = router.local(name='exiting', via=top, python_path=python)
-        assert below.call(connect_fns.getpid)
+        pid = below.call(connect_fns.getpid)
+        assert pid == below.info['pid']
         assert top.call(connect_fns.pause_reading_children, True) == 1
         below.call_no_reply(connect_fns.print_then_exit, 200)
-        # It exits; ExitWatch sees it (on 2.7 by polling each second) and
-        # waits its 0.25 s, nothing read meanwhile.
-        time.sleep(2.5)
+        # It exits (and that while its link is paused)...
+        assert wait_gone([pid], 30) == set()
+        # ... ExitWatch sees it (on 2.7 by polling each EXIT_POLL) and
+        # waits its EXITED_LINK_WAIT, nothing read meanwhile.
+        time.sleep(spawn.EXIT_POLL + 2 * spawn.EXITED_LINK_WAIT + 0.5)
+        assert below.is_alive()  # nothing of its link read: not seen yet
         top.call(connect_fns.pause_reading_children, False)
         deadline = time.monotonic() + 10
         while below.is_alive() and time.monotonic() < deadline:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from typing import Iterator
 
@@ -30,9 +32,13 @@ GRACE = 0.5
 # of two stuck hops takes two graces.  Generous: this machine is shared.
 GONE_WITHIN = 20.0
 
-# The master: starts the contexts its argument describes (a list of
+MARKERS_WITHIN = 60.0  # for every context's spinning call to start
+
+# The master: starts the contexts its first argument describes (a list of
 # [method, options] hops, each via the one before), prints their pids,
-# sets each spinning in C code, and then kills itself.
+# sets each spinning in C code, waiting until each has said (a file in
+# the directory its second argument names) its call started, and then
+# kills itself.  It exits with status 3 if some call never started.
 MASTER = textwrap.dedent('''
     import json, os, signal, sys, time
     sys.path[:0] = [%(root)r, %(here)r]
@@ -45,11 +51,19 @@ MASTER = textwrap.dedent('''
         via = getattr(router, method)(via=via, **options)
         pids.append(via.call(connect_fns.getpid))
     print(json.dumps(pids), flush=True)
-    for context in router.contexts.values():
-        context.call_no_reply(connect_fns.spin_holding_the_gil)
-    time.sleep(0.5)  # for the calls to start
+    # The farthest first: a hop stuck in C code passes no call on.
+    deadline = time.time() + %(within)r
+    for context in reversed(list(router.contexts.values())):
+        marker = os.path.join(sys.argv[2], str(context.context_id))
+        context.call_no_reply(connect_fns.spin_holding_the_gil, marker)
+        while not os.path.exists(marker):
+            if time.time() > deadline:
+                print('call never started: %%s' %% marker, file=sys.stderr)
+                os._exit(3)
+            time.sleep(0.01)
     os.kill(os.getpid(), signal.SIGKILL)
-''') % {'root': ROOT, 'here': HERE, 'grace': GRACE}
+''') % {'root': ROOT, 'here': HERE, 'grace': GRACE,
+         'within': MARKERS_WITHIN}
 
 
 @pytest.fixture
@@ -65,10 +79,16 @@ def leftovers() -> Iterator[list[int]]:
 def _orphans_of_killed_master(hops: list, leftovers: list[int]) -> set[int]:
     """Run the master over *hops*; the pids of its contexts still alive
     GONE_WITHIN seconds after it was killed."""
-    master = subprocess.run(
-        [sys.executable, '-c', MASTER, json.dumps(hops)],
-        stdout=subprocess.PIPE, timeout=120)
-    assert master.returncode == -signal.SIGKILL
+    # Contexts as other accounts (sudo, ssh) write their markers here too.
+    markers = tempfile.mkdtemp(prefix='plasmid-watchdog-')
+    try:
+        os.chmod(markers, 0o777)
+        master = subprocess.run(
+            [sys.executable, '-c', MASTER, json.dumps(hops), markers],
+            stdout=subprocess.PIPE, timeout=120)
+    finally:
+        shutil.rmtree(markers, ignore_errors=True)
+    assert master.returncode == -signal.SIGKILL  # not 3: every call started
     pids = json.loads(master.stdout.decode().splitlines()[-1])
     leftovers.extend(pids)
     assert len(pids) == len(hops)

@@ -46,13 +46,20 @@ def test_a_done_callback_that_raises_is_logged_and_the_rest_go_on(
                for r in caplog.records if r.levelno == logging.ERROR)
 
 
-def test_a_callback_already_done_that_raises_is_logged_too() -> None:
+def test_a_callback_already_done_that_raises_is_logged_too(
+        caplog: pytest.LogCaptureFixture) -> None:
     context_fns.CALLED[:] = []
     with plasmid.Router() as router:
         future = router.local().call_async(context_fns.sleep, 0)
         assert future.result(timeout=30) == 0
-        future.add_done_callback(context_fns.failing_callback)
+        with caplog.at_level(logging.ERROR, logger='plasmid.context'):
+            future.add_done_callback(context_fns.failing_callback)
         assert context_fns.CALLED == ['failing']
+    logged = [r for r in caplog.records
+              if r.name == 'plasmid.context' and r.levelno == logging.ERROR]
+    assert len(logged) == 1
+    assert 'done callback' in logged[0].getMessage()
+    assert logged[0].exc_info[0] is ValueError
 
 
 @pytest.mark.parametrize('version', [None, '2.7'])

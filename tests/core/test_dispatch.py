@@ -2,6 +2,7 @@
 call is answered and before the next call."""
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -112,15 +113,24 @@ def test_a_result_whose_encoding_runs_out_of_memory_is_an_error(version):
 
 
 @pytest.mark.parametrize('version', [None, '2.7'])
-def test_a_signal_handler_that_raises_between_calls_is_logged(version):
+def test_a_signal_handler_that_raises_between_calls_is_logged(
+        version, caplog):
     """The error left the loop and ended the context ("the connection
     was lost")."""
+    caplog.set_level(logging.ERROR, logger='plasmid.ctx')
     python = require_python(version) if version else None
     with plasmid.Router() as router:
-        ctx = router.local(python_path=python)
+        ctx = router.local(name='alarmed', python_path=python)
         pid = ctx.call(dispatch_fns.set_an_alarm, 0.2)
         time.sleep(1.0)  # the alarm goes off while the context waits
         assert ctx.call(os.getpid) == pid
+        # Said before that reply, on the same link.
+        logged = [r.getMessage() for r in caplog.records
+                  if r.name == 'plasmid.ctx.alarmed'
+                  and r.levelno == logging.ERROR]
+        assert len(logged) == 1, logged
+        assert 'error in the loop' in logged[0]
+        assert 'Alarm' in logged[0]  # with its traceback
         # One that goes off during a call is that call's error, as before.
         ctx.call(dispatch_fns.set_an_alarm, 0.2)
         with pytest.raises(plasmid.CallError) as info:

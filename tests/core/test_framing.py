@@ -150,10 +150,18 @@ def test_largest_possible_length_is_refused_by_default() -> None:
         FrameReader().feed(HEADER.pack(MAGIC, 0, 1, 1, 0, U32))
 
 
-def test_frames_before_a_bad_one_are_not_half_delivered() -> None:
-    # A reader that refused a frame has raised: the caller closes the
-    # stream, so no message of that feed is acted upon.
-    good = Message(0, 1, 2, 0, b'ok').to_bytes()
+def test_frames_before_an_oversized_one_come_whole_and_it_not_at_all(
+        ) -> None:
+    """The reader raises for the feed; the whole frames before the bad
+    one ride on the error (the stream acts on them, then closes), the
+    first split across feeds, the refused one not even in part."""
+    good = Message(0, 1, 2, 0, b'ok')
+    first = Message(3, 4, 5, 6, b'split across feeds')
+    raw = first.to_bytes()
     reader = FrameReader(max_message=100)
-    with pytest.raises(ProtocolError):
-        reader.feed(good + HEADER.pack(MAGIC, 0, 1, 1, 0, 101))
+    assert reader.feed(raw[:HEADER.size + 3]) == []
+    with pytest.raises(ProtocolError, match='exceeds') as caught:
+        reader.feed(raw[HEADER.size + 3:] + good.to_bytes() +
+                    HEADER.pack(MAGIC, 0, 1, 1, 0, 101) + b'x' * 101)
+    assert [fields(m) for m in caught.value.messages] == [
+        fields(first), fields(good)]

@@ -436,7 +436,7 @@ def test_closing_leaves_nothing_queued(foreign_python, tmp_path,
         for entry in entries:
             found.code(FOREIGN_VERSION, entry)
         # Until the first answer: the helper started, one module asked.
-        loop.run_until(lambda: len(found.queued) < 50, 60)
+        assert loop.run_until(lambda: len(found.queued) < 50, 60)
         helper = found.helpers[FOREIGN_VERSION]
     finally:
         found.close()

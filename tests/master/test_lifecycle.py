@@ -939,7 +939,7 @@ def _reply_handle_for(router: plasmid.Router, target: int) -> int:
 
 
 def test_a_sibling_behind_the_same_intermediary_cannot_answer_for_another(
-        router: plasmid.Router, caplog) -> None:
+        router: plasmid.Router, caplog, tmp_path) -> None:
     """Contexts behind one intermediary share its link to the master, the
     only thing the core checks: an (unprivileged) sibling could answer
     the master's calls to another (root) in its stead, or have the master
@@ -947,12 +947,26 @@ def test_a_sibling_behind_the_same_intermediary_cannot_answer_for_another(
     hop = router.local(name='hop')
     victim = router.local(name='victim', via=hop)
     sibling = router.local(name='sibling', via=hop)
-    pending = victim.call_async(time.sleep, 1)
+    release = str(tmp_path / 'release')
+    # The victim's call ends only when the test says: a forged reply that
+    # got through could not hide behind the real one.
+    pending = victim.call_async(local_fns.wait_for_file, release, 'real')
     handle = _reply_handle_for(router, victim.context_id)
     with caplog.at_level(logging.ERROR, 'plasmid.core.router'):
         sibling.call(local_fns.forge_reply, 0, handle, 'forged')
         sibling.call(local_fns.forge_del_route, 0, [victim.context_id])
-        assert pending.result(timeout=30) is None  # time.sleep's own
+        # Both came to the master before the replies to these calls (one
+        # link, in order): the reply was refused, the DEL_ROUTE ignored,
+        # while the real call still runs.
+        refused = [r.getMessage() for r in caplog.records
+                   if 'may not address' in r.getMessage()]
+        assert len(refused) == 1, refused
+        assert 'handle=%d ' % handle in refused[0]
+        assert victim.context_id not in router.core.lost
+        assert victim.context_id in router.core.routes
+        assert not pending.done()
+        open(release, 'w').close()
+        assert pending.result(timeout=30) == 'real'
     assert victim.call(os.getpid) == victim.info['pid']  # still routed
     assert any('may not address' in r.getMessage() for r in caplog.records)
     # A router on the way may still answer for the context it cannot reach.
