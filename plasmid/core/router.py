@@ -102,8 +102,11 @@ class Router(object):
         if stream is None or msg.dst in self.lost:
             self._undeliverable(msg, 'no route to context %d' % msg.dst)
         elif not stream.send(msg.to_bytes()):  # dead, not yet seen so
-            self._undeliverable(msg, 'the connection to %s was lost'
-                                % stream.name)
+            self._lost_on_send(msg, stream)
+
+    def _lost_on_send(self, msg, stream):
+        self._undeliverable(msg, 'the connection to %s was lost'
+                            % stream.name)
 
     def send_value(self, dst, handle, value, reply_to=0):
         self.send(Message.encoding(dst, self.context_id, handle, value,

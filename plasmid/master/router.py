@@ -62,6 +62,10 @@ SSH_KEEPALIVE = (15, 3)
 
 # Router.shutdown()'s default wait: the router's own shutdown_timeout.
 SHUTDOWN_TIMEOUT = object()
+# How long a message that met a dead link waits for that link's close
+# before its sender is answered without it: past the close's own waits
+# (ExitWatch's EXITED_LINK_WAIT, the last words' LAST_WORDS_WAIT).
+LOST_ON_SEND_WAIT = 2.0
 
 
 def _target_python(python_path: PythonPath) -> Any:
@@ -342,6 +346,19 @@ class MasterCore(CoreRouter):
         super().lose([cid for cid in ids if cid not in told], reason, said)
         for cid in ids:
             self.ancestors.pop(cid, None)
+
+    def _lost_on_send(self, msg: Message, stream: Any) -> None:
+        """A message met a link whose program has died, unseen so far:
+        the link's close, a moment away (its reader sees the end, or its
+        program's exit is watched), fails the calls waiting on it with the
+        program's last words ("python3 was killed by signal 9"), which an
+        answer now would lack.  The answer goes only to a link still open
+        by then."""
+        def answer_unless_closed() -> None:
+            if not stream.closed:
+                CoreRouter._lost_on_send(self, msg, stream)
+        self.loop.defer(self.loop.call_later, LOST_ON_SEND_WAIT,
+                        answer_unless_closed)
 
     def _shut_down_by_us(self, context_id: int) -> bool:
         """Whether we asked *context_id*, or a context it was started
