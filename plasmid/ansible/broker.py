@@ -759,7 +759,7 @@ def main(argv: list[str]) -> int:
 
     def stop() -> None:
         # The socket is the one the run's Client named: it knows the rest.
-        Client(watch_pid).remove_run_files()
+        Client(watch_pid, os.path.dirname(path)).remove_run_files()
         write_stats(broker, os.environ.get('PLASMID_ANSIBLE_STATS'))
         try:
             router.shutdown(timeout=3.0)

@@ -37,12 +37,37 @@ def run_pid() -> int:
     return parent.pid if parent is not None else os.getpid()
 
 
-def private_dir() -> str:
+# A unix socket's path fits in sun_path's 108 bytes, its NUL included.
+LONGEST_SOCKET_PATH = 107
+# Where the private directory goes when the others will not do: the
+# shortest temporary directory there is.
+SHORTEST_TEMP = '/tmp'
+# The number Linux gives the machine's own pid namespace (PROC_PID_INIT_INO).
+MACHINES_PID_NAMESPACE = 0xEFFFFFFC
+
+
+def run_name(pid: int) -> str:
+    """What names the run's files: its pid, and its pid namespace's number
+    where that is not the machine's own.  Pids repeat across namespaces:
+    two containers sharing /tmp, each with ansible-playbook as pid 1,
+    shared one broker, which read one run's files for the other's tasks."""
+    try:
+        namespace = os.stat('/proc/self/ns/pid').st_ino
+    except OSError:
+        return str(pid)
+    if namespace == MACHINES_PID_NAMESPACE:
+        return str(pid)
+    return '%d-%d' % (pid, namespace)
+
+
+def private_dir(room: int = 0) -> str:
     """A directory only this user can enter, where the run's broker
     listens: the temporary directory's ``plasmid-ansible-UID``, or, where
     another user has taken that name first (which would stop every run of
-    ours), one in $XDG_RUNTIME_DIR or under ~/.ansible.  Every process of
-    a run finds the same one."""
+    ours), or where a file name of *room* characters in it would make too
+    long a path for a socket (a deep $TMPDIR), one in $XDG_RUNTIME_DIR,
+    under ~/.ansible or in /tmp.  Every process of a run finds the same
+    one."""
     uid = os.getuid()
     places = [os.path.join(tempfile.gettempdir(), 'plasmid-ansible-%d' % uid)]
     if os.environ.get('XDG_RUNTIME_DIR'):
@@ -50,11 +75,17 @@ def private_dir() -> str:
                                    'plasmid-ansible'))
     places.append(os.path.join(os.path.expanduser('~'), '.ansible',
                                'plasmid-%s' % socket.gethostname()))
+    shortest = os.path.join(SHORTEST_TEMP, 'plasmid-ansible-%d' % uid)
+    if shortest not in places:
+        places.append(shortest)
     refused = []
     for path in places:
-        if _made_private(path):
+        if len(os.fsencode(path)) + 1 + room > LONGEST_SOCKET_PATH:
+            refused.append('%s (too long a path for a socket)' % path)
+        elif _made_private(path):
             return path
-        refused.append(path)
+        else:
+            refused.append(path)
     raise BrokerError('broker', 'no private directory of this user for the '
                       'plasmid broker: %s' % ', '.join(refused))
 
@@ -83,12 +114,17 @@ def _made_private(path: str) -> bool:
 class Client:
     """One worker's connection to its run's broker."""
 
-    def __init__(self, pid: Optional[int] = None) -> None:
+    def __init__(self, pid: Optional[int] = None,
+                 base: Optional[str] = None) -> None:
+        """*base*: the run's private directory, where the broker knows it
+        (looked for again at the run's end, on a full disk, the temporary
+        directory may no longer be the one it was)."""
         self.pid = pid or run_pid()
-        base = private_dir()
-        self.path = os.path.join(base, 'broker-%d.sock' % self.pid)
-        self.lock_path = os.path.join(base, 'broker-%d.lock' % self.pid)
-        self.log_path = os.path.join(base, 'broker-%d.log' % self.pid)
+        name = 'broker-' + run_name(self.pid)
+        base = base or private_dir(room=len(name + '.sock'))
+        self.path = os.path.join(base, name + '.sock')
+        self.lock_path = os.path.join(base, name + '.lock')
+        self.log_path = os.path.join(base, name + '.log')
         self.sock: Optional[socket.socket] = None
         # What the broker's answers told the worker to show; it takes them.
         self.warnings: list[str] = []

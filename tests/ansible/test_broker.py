@@ -368,6 +368,7 @@ def test_a_taken_private_directory_name_falls_back_to_another(
     """Another user who makes $TMPDIR/plasmid-ansible-UID first (open to
     all, or a symlink) must not stop every accelerated run of ours."""
     monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+    monkeypatch.setattr(client, 'SHORTEST_TEMP', str(tmp_path))
     taken = tmp_path / ('plasmid-ansible-%d' % os.getuid())
     taken.mkdir()
     taken.chmod(0o777)
@@ -384,6 +385,58 @@ def test_a_taken_private_directory_name_falls_back_to_another(
     with pytest.raises(client.BrokerError, match='no private directory'):
         client.private_dir()
     assert taken.stat().st_mode & 0o777 == 0o777  # left as it was
+
+
+def test_a_temporary_directory_too_deep_for_a_socket_is_passed_over(
+        tmp_path, monkeypatch):
+    """A $TMPDIR a few characters too deep for the broker's socket
+    (sun_path holds 108 bytes) failed every task "AF_UNIX path too long",
+    where vanilla ran: a directory where the socket fits is taken."""
+    deep = tmp_path / ('d' * 100)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, 'tempdir', str(deep))
+    monkeypatch.delenv('XDG_RUNTIME_DIR', raising=False)
+    monkeypatch.setenv('HOME', str(deep))
+    short = tmp_path / 's'
+    short.mkdir()
+    monkeypatch.setattr(client, 'SHORTEST_TEMP', str(short))
+    path = client.Client(pid=4194304).path
+    assert path == str(short / ('plasmid-ansible-%d' % os.getuid())
+                       / 'broker-4194304.sock')
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(path)  # it fits
+    monkeypatch.setattr(client, 'SHORTEST_TEMP', str(deep))
+    with pytest.raises(client.BrokerError,
+                       match='too long a path for a socket'):
+        client.Client(pid=4194304)
+
+
+def test_the_broker_removes_its_files_where_they_are(tmp_path):
+    """At the run's end it looked for its directory again: on a $TMPDIR
+    filled meanwhile, tempfile chose another, and the files stayed."""
+    ended = client.Client(pid=4194304, base=str(tmp_path))
+    for path in (ended.path, ended.lock_path, ended.log_path):
+        open(path, 'w').close()
+    ended.remove_run_files()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_in_another_pid_namespace_name_their_files_apart():
+    """Two containers sharing /tmp, each running ansible-playbook as pid 1,
+    shared one broker, which read one run's files for the other's tasks:
+    a run outside the machine's pid namespace adds that namespace's number
+    to its files' names."""
+    assert client.run_name(1) == '1'  # the tests run in the machine's
+    named = subprocess.run(
+        ['unshare', '--pid', '--fork', '--mount-proc', sys.executable, '-c',
+         'from plasmid.ansible import client; print(client.run_name(1))'],
+        capture_output=True, text=True, timeout=60)
+    if named.returncode and 'Operation not permitted' in named.stderr:
+        pytest.skip('unshare needs root here: %s' % named.stderr.strip())
+    assert named.returncode == 0, named.stderr
+    pid, namespace = named.stdout.strip().split('-')
+    assert pid == '1'
+    assert int(namespace) != client.MACHINES_PID_NAMESPACE
 
 
 class _Counted:
