@@ -7,19 +7,27 @@ a lock file, so concurrent workers start one broker between them.
 from __future__ import annotations
 
 import fcntl
+import glob
 import multiprocessing
 import os
+import select
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from typing import Any, Optional
 
 from plasmid.ansible import wire
 
+# How long a broker may take to say it is ready: one that stalls before
+# that would hold the start-up lock, and every worker of the run with it.
 START_TIMEOUT = 30.0
+# The logs of earlier runs kept in the private directory (a log is kept
+# when something was written there), the newest.
+LOGS_KEPT = 20
 
 
 class BrokerError(Exception):
@@ -149,6 +157,11 @@ class Client:
         return sock
 
     def _start(self) -> socket.socket:
+        if not _running(self.pid):
+            # A worker of a killed run, orphaned: a broker for it would
+            # log in to its host for nothing before it saw the run gone.
+            raise BrokerError('broker', 'the run (pid %d) has ended: no '
+                              'plasmid broker is started for it' % self.pid)
         try:
             os.unlink(self.path)  # left by a run whose pid came back
         except FileNotFoundError:
@@ -162,9 +175,9 @@ class Client:
                  self.path, str(self.pid)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
                 start_new_session=True, close_fds=True)
-        line = proc.stdout.readline()
+        ready = _said_ready(proc)
         proc.stdout.close()
-        sock = self._try_connect() if line == b'ready\n' else None
+        sock = self._try_connect() if ready else None
         if sock is None:
             raise BrokerError('broker', 'the plasmid broker did not start; '
                               'see %s' % self.log_path)
@@ -201,13 +214,60 @@ class Client:
     def remove_run_files(self) -> None:
         """For the broker, once the run is over: its socket and lock file
         go, and so does its log unless something was written there (one of
-        each per run would pile up in the private directory)."""
+        each per run would pile up in the private directory); of the logs
+        kept, those beyond the LOGS_KEPT newest go too."""
         for path, only_if_empty in ((self.path, False),
                                     (self.lock_path, False),
                                     (self.log_path, True)):
             try:
                 if not only_if_empty or os.path.getsize(path) == 0:
                     os.unlink(path)
+            except OSError:
+                pass
+        _prune_logs(os.path.dirname(self.path))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's: running
+        pass
+    return True
+
+
+def _said_ready(proc: subprocess.Popen) -> bool:
+    """Whether the starting broker wrote its ``ready`` line within
+    START_TIMEOUT; killed if it has not."""
+    deadline = time.monotonic() + START_TIMEOUT
+    said = b''
+    while not said.endswith(b'\n'):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+            proc.kill()
+            proc.wait()
+            return False
+        piece = os.read(proc.stdout.fileno(), 64)
+        if not piece:
+            break
+        said += piece
+    return said == b'ready\n'
+
+
+def _prune_logs(base: str) -> None:
+    """Remove all but the LOGS_KEPT newest broker logs in *base*, but for
+    those of runs still going (their socket is there)."""
+    logs = []
+    for path in glob.glob(os.path.join(base, 'broker-*.log')):
+        try:
+            logs.append((os.path.getmtime(path), path))
+        except OSError:
+            pass
+    for _, path in sorted(logs, reverse=True)[LOGS_KEPT:]:
+        if not os.path.exists(path[:-len('.log')] + '.sock'):
+            try:
+                os.unlink(path)
             except OSError:
                 pass
 

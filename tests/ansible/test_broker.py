@@ -421,6 +421,52 @@ def test_the_broker_removes_its_files_where_they_are(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_broker_that_never_says_it_is_ready_is_killed(
+        tmp_path, monkeypatch):
+    """START_TIMEOUT was never used: a broker that stalled before its
+    "ready" held the start-up lock, and every worker of the run, for
+    ever.  It is killed at the timeout and the start fails."""
+    stalled = tmp_path / 'stalled-python'
+    stalled.write_text('#!/bin/sh\necho $$ > "%s"\nexec sleep 60\n'
+                       % (tmp_path / 'pid'))
+    stalled.chmod(0o755)
+    monkeypatch.setattr(sys, 'executable', str(stalled))
+    monkeypatch.setattr(client, 'START_TIMEOUT', 1.0)
+    starting = client.Client(pid=os.getpid(), base=str(tmp_path))
+    with pytest.raises(client.BrokerError, match='did not start'):
+        starting.connect()
+    pid = int((tmp_path / 'pid').read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pid, 0)
+
+
+def test_a_worker_of_an_ended_run_starts_no_broker(tmp_path):
+    """An orphaned worker of a killed run started a broker, which began
+    its login before it saw the run gone."""
+    ended = subprocess.Popen(['true'])
+    ended.wait()
+    orphan = client.Client(pid=ended.pid, base=str(tmp_path))
+    with pytest.raises(client.BrokerError, match='has ended'):
+        orphan.connect()
+    assert list(tmp_path.iterdir()) == [tmp_path / ('broker-%d.lock'
+                                                    % ended.pid)]
+
+
+def test_only_the_newest_logs_of_earlier_runs_are_kept(tmp_path):
+    """A log with anything in it was kept for good: 170 piled up in one
+    private directory here.  The LOGS_KEPT newest stay, and the log of a
+    run still going (its socket is there)."""
+    for n in range(client.LOGS_KEPT + 5):
+        log = tmp_path / ('broker-%d.log' % n)
+        log.write_text('Connection to 127.0.0.1 closed by remote host.\n')
+        os.utime(log, (1000 + n, 1000 + n))
+    (tmp_path / 'broker-0.sock').write_text('')  # run 0 still goes
+    client.Client(pid=4194304, base=str(tmp_path)).remove_run_files()
+    kept = sorted(int(p.name[len('broker-'):-len('.log')])
+                  for p in tmp_path.glob('broker-*.log'))
+    assert kept == [0] + list(range(5, client.LOGS_KEPT + 5))
+
+
 def test_runs_in_another_pid_namespace_name_their_files_apart():
     """Two containers sharing /tmp, each running ansible-playbook as pid 1,
     shared one broker, which read one run's files for the other's tasks:
