@@ -167,6 +167,7 @@ class Client:
         except FileNotFoundError:
             pass
         with open(self.log_path, 'ab') as log:
+            os.utime(self.log_path)  # the newest: no other run prunes it
             # -P: not the working directory (the play's) first on its
             # sys.path, from where targets could import and read what
             # vanilla never sends them (the broker serves what it imports).

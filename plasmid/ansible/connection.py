@@ -893,8 +893,18 @@ def _sudo_runs_a_shell(flags: list[str]) -> bool:
 
 def _sudo_flags(flags: Optional[str]) -> list[str]:
     """become_flags for our sudo, which always reads a password with -S
-    (``-n`` would stop it from asking when one is needed)."""
-    return [f for f in shlex.split(flags or '') if f not in ('-S', '-n')]
+    (``-n`` would stop it from asking when one is needed) at a prompt of
+    its own (sudo takes one ``-p`` only; a play's is left out, with its
+    value)."""
+    kept: list[str] = []
+    words = iter(shlex.split(flags or ''))
+    for word in words:
+        if word in ('-p', '--prompt'):
+            next(words, None)
+        elif word not in ('-S', '-n') and not word.startswith('--prompt=') \
+                and not (word.startswith('-p') and word[1:2] != '-'):
+            kept.append(word)
+    return kept
 
 
 # Shells (ansible's ``executable``) that show a module nothing of

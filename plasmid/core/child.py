@@ -163,12 +163,14 @@ class ChildContext(object):
         self.stopping = True
         self.dispatcher.stop()
         # The message holds the seconds the parent waits for us, if any:
-        # the calls may run that long (the parent kills us then; a forced
-        # exit sooner cut a call it meant to wait for), and output still
+        # the calls may run nearly that long (a forced exit at 2 s cut a
+        # call it meant to wait for), exiting a little before its wait
+        # ends, to say so and flush (a sender that kills us then would
+        # cut both; one in a context does not kill), and output still
         # queued at the end may take them.
         waited = min(msg.data and msg.value() or 0, 1e6)
         self.flush_until = now() + waited
-        self.grace = max(SHUTDOWN_GRACE, waited)
+        self.grace = max(SHUTDOWN_GRACE, waited - min(1.5, waited * .2))
         self.loop.call_later(self.grace, self._force_exit_if_busy)
 
     def _force_exit_if_busy(self):

@@ -357,8 +357,9 @@ class MasterCore(CoreRouter):
         def answer_unless_closed() -> None:
             if not stream.closed:
                 CoreRouter._lost_on_send(self, msg, stream)
-        self.loop.defer(self.loop.call_later, LOST_ON_SEND_WAIT,
-                        answer_unless_closed)
+        if msg.reply_to:  # else nobody waits: nothing to answer
+            self.loop.defer(self.loop.call_later, LOST_ON_SEND_WAIT,
+                            answer_unless_closed)
 
     def _shut_down_by_us(self, context_id: int) -> bool:
         """Whether we asked *context_id*, or a context it was started
@@ -426,6 +427,9 @@ class Router:
         self.stopping = False
         self.lock = threading.Lock()
         self.starts = StartsInFlight(self.lock)
+        # Whether a shutdown has freed everything: one interrupted while
+        # it freed (a second Ctrl-C) is finished by the next shutdown().
+        self.freed = False
         if threaded:
             self.loop.start_thread(lambda: self.stopping)
         interrupts.guard(self.loop)
@@ -974,6 +978,8 @@ class Router:
         (by default the router's ``shutdown_timeout``; None: no limit, as
         for ``result()``), and free every resource."""
         if self.closed:
+            if not self.freed:  # an interrupted shutdown's end
+                self._free_everything(time.monotonic(), kill=True)
             return
         if threading.current_thread() is self.loop.thread:
             # It would wait on the loop it stops, then join itself.
@@ -996,15 +1002,21 @@ class Router:
         except BaseException:
             # Ctrl-C in a wait: what is still up ends now, killed, rather
             # than running on behind a router that counts as shut down.
-            self._free_everything(time.monotonic())
+            self._free_everything(time.monotonic(), kill=True)
             raise
         self._free_everything(deadline)
 
-    def _free_everything(self, deadline: float) -> None:
+    def _free_everything(self, deadline: float, kill: bool = False) -> None:
         """The end of a shutdown: stop the loop, close every link, reap
-        (killing what has not exited by *deadline*) and release it all."""
+        (killing what has not exited by *deadline*, or at once with
+        *kill*) and release it all.  Interrupted, the next shutdown()
+        takes it up again (each step may be done twice)."""
         self._stop_loop()
-        for stream in list(self.streams):
+        streams = list(self.streams)
+        for stream in streams if kill else ():
+            if stream.process is not None:
+                stream.process.kill()
+        for stream in streams:
             stream.close()  # the loop is stopped: safe from this thread
             if stream.process is not None:
                 left = deadline - time.monotonic()
@@ -1013,9 +1025,11 @@ class Router:
         for boot in list(self.boots.values()):  # a start may still end
             boot.end_unheard()
         self.responder.close()
-        self.loop.close()
         interrupts.release(self.loop)
         _live_routers.discard(self)
+        # Last: closed twice, its fd numbers might be another file's.
+        self.loop.close()
+        self.freed = True
 
     def forsake(self) -> None:
         """In a fork: let go of every link without a word to the other
@@ -1027,6 +1041,7 @@ class Router:
         self.lock = threading.Lock()
         self.starts = StartsInFlight(self.lock)
         self.starts.closed = True  # shutdown() has nothing to do
+        self.freed = True
         self.core.lock = threading.Lock()
         self.responder.take_fresh_locks()
         interrupts.release(self.loop)

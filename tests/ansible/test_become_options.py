@@ -37,6 +37,10 @@ FLAGS = """
       %(show)s
       become: true
       become_flags: ''
+    - name: flags with a prompt
+      %(show)s
+      become: true
+      become_flags: -H -S -n -p "our own prompt:"
 """ % {'show': SHOW}
 
 
@@ -50,6 +54,8 @@ def test_sudo_flags_decide_home_as_under_vanilla(
     # sudo's -E without -H keeps the login's HOME; -H gives root's.
     assert said['flags -E'] == ['/home/%s' % ansible_account, 'root', 'root']
     assert said['flags -H -E'] == ['/root', 'root', 'root']
+    # A prompt of the play's: sudo takes one -p, and ours sets it.
+    assert said['flags with a prompt'] == ['/root', 'root', 'root']
     ours = run_playbook(ansible_bin, tmp_path, FLAGS, inv, True)
     assert_same(vanilla, ours)
     # Hosted: an interpreter per distinct set of flags, none run as given.

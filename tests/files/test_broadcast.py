@@ -11,6 +11,7 @@ import pytest
 
 import plasmid
 from plasmid.files import broadcast
+from testbed.copies import leftovers, timed_out_waits
 from testbed.procs import stopped
 from testbed.pythons import require_python
 
@@ -30,27 +31,6 @@ def working_in(context: plasmid.Context, directory) -> plasmid.Context:
     os.makedirs(directory, exist_ok=True)
     context.call(os.chdir, str(directory))
     return context
-
-
-def timed_out_waits(monkeypatch, module) -> list:
-    """(deadline, timeout) of each of the master's waits for an answer
-    (*module*'s answer_by) that ran out: the moment it waited until and
-    the time it names."""
-    real = module.answer_by
-    timed_out: list = []
-
-    def recorded(call, deadline, timeout):
-        try:
-            return real(call, deadline, timeout)
-        except plasmid.TimeoutError:
-            timed_out.append((deadline, timeout))
-            raise
-    monkeypatch.setattr(module, 'answer_by', recorded)
-    return timed_out
-
-
-def leftovers(directory) -> list[str]:
-    return [name for name in os.listdir(directory) if '.plasmid-' in name]
 
 
 def test_each_link_carries_the_file_once(router, tmp_path) -> None:

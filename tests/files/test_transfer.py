@@ -17,6 +17,7 @@ import pytest
 
 import plasmid
 from plasmid.files import remote, transfer
+from testbed.copies import leftovers
 from testbed.disks import small_disk
 from testbed.pythons import require_python
 
@@ -56,10 +57,6 @@ class CountingContext:
                 counter.unanswered -= 1
                 return future.result(timeout)
         return Counted()
-
-
-def leftovers(directory) -> list[str]:
-    return [name for name in os.listdir(directory) if '.plasmid-' in name]
 
 
 def mode_of(path) -> int:
