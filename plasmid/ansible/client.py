@@ -243,9 +243,12 @@ def _said_ready(proc: subprocess.Popen) -> bool:
     START_TIMEOUT; killed if it has not."""
     deadline = time.monotonic() + START_TIMEOUT
     said = b''
+    # poll, not select: a worker of many forks may hold fds past 1023.
+    waiting = select.poll()
+    waiting.register(proc.stdout.fileno(), select.POLLIN)
     while not said.endswith(b'\n'):
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
+        if left <= 0 or not waiting.poll(left * 1000):
             proc.kill()
             proc.wait()
             return False
