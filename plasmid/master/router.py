@@ -428,8 +428,10 @@ class Router:
         self.lock = threading.Lock()
         self.starts = StartsInFlight(self.lock)
         # Whether a shutdown has freed everything: one interrupted while
-        # it freed (a second Ctrl-C) is finished by the next shutdown().
+        # it freed (a second Ctrl-C) is finished by the next shutdown(),
+        # unless it still runs (another thread's).
         self.freed = False
+        self.shutting_down = False
         if threaded:
             self.loop.start_thread(lambda: self.stopping)
         interrupts.guard(self.loop)
@@ -978,7 +980,8 @@ class Router:
         (by default the router's ``shutdown_timeout``; None: no limit, as
         for ``result()``), and free every resource."""
         if self.closed:
-            if not self.freed:  # an interrupted shutdown's end
+            # An interrupted shutdown's end; not one another thread runs.
+            if not self.freed and not self.shutting_down:
                 self._free_everything(time.monotonic(), kill=True)
             return
         if threading.current_thread() is self.loop.thread:
@@ -990,6 +993,13 @@ class Router:
         timeout = self.shutdown_timeout if timeout is SHUTDOWN_TIMEOUT \
             else checked_wait('timeout', timeout)
         deadline = time.monotonic() + timeout
+        self.shutting_down = True
+        try:
+            self._shut_down_by(deadline)
+        finally:
+            self.shutting_down = False
+
+    def _shut_down_by(self, deadline: float) -> None:
         for proc in self.starts.close():
             proc.kill()  # its start fails at once
         try:
