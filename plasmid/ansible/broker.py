@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Callable, Iterator, Optional
 import plasmid
 from plasmid.ansible import (account_changes, chores, commands, hangup,
                              target, wire, zips)
-from plasmid.ansible.client import Client
+from plasmid.ansible.client import Client, process_alive
 from plasmid.ansible.pool import (LANE_IDLE, BecomeFailed, Pool, SentAhead,
                                   Target)
 from plasmid.core.errors import CallError, ConnectError, ContextLost
@@ -665,24 +665,6 @@ def peer_pid(conn: socket.socket) -> int:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                             struct.calcsize('3i'))
     return struct.unpack('3i', creds)[0]
-
-
-def process_alive(pid: int) -> bool:
-    """Whether *pid* still runs.  A process that exited but was not yet
-    reaped by its parent (a zombie) has ended: its parent may be waiting
-    for us to end first (a profiler following its children does)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        with open('/proc/%d/stat' % pid) as handle:
-            state = handle.read().rpartition(')')[2].split()[0]
-    except (OSError, IndexError):
-        return True     # no /proc here: kill() is all we know
-    return state not in ('Z', 'X')
 
 
 def watch(pid: int, on_gone) -> None:

@@ -157,7 +157,7 @@ class Client:
         return sock
 
     def _start(self) -> socket.socket:
-        if not _running(self.pid):
+        if not process_alive(self.pid):
             # A worker of a killed run, orphaned: a broker for it would
             # log in to its host for nothing before it saw the run gone.
             raise BrokerError('broker', 'the run (pid %d) has ended: no '
@@ -228,14 +228,22 @@ class Client:
         _prune_logs(os.path.dirname(self.path))
 
 
-def _running(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether *pid* still runs.  A process that exited but was not yet
+    reaped by its parent (a zombie) has ended: its parent may be waiting
+    for us to end first (a profiler following its children does)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # someone else's: running
+    except PermissionError:
         pass
-    return True
+    try:
+        with open('/proc/%d/stat' % pid) as handle:
+            state = handle.read().rpartition(')')[2].split()[0]
+    except (OSError, IndexError):
+        return True     # no /proc here: kill() is all we know
+    return state not in ('Z', 'X')
 
 
 def _said_ready(proc: subprocess.Popen) -> bool:

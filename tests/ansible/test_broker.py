@@ -28,13 +28,13 @@ def test_an_unreaped_process_counts_as_gone():
     not keep the broker alive."""
     child = subprocess.Popen([sys.executable, '-c', 'pass'])
     deadline = time.monotonic() + 30
-    while broker.process_alive(child.pid) and time.monotonic() < deadline:
+    while client.process_alive(child.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     # Not reaped yet: still in the process table, as a zombie.
     os.kill(child.pid, 0)
-    assert not broker.process_alive(child.pid)
+    assert not client.process_alive(child.pid)
     child.wait()
-    assert not broker.process_alive(child.pid)
+    assert not client.process_alive(child.pid)
 
 
 def test_watch_fires_once_the_process_ended():
@@ -43,7 +43,7 @@ def test_watch_fires_once_the_process_ended():
                              stdin=subprocess.PIPE)
     fired = threading.Event()
     broker.watch(child.pid, fired.set)
-    assert broker.process_alive(child.pid)
+    assert client.process_alive(child.pid)
     assert not fired.wait(0.5)
     child.stdin.close()
     assert fired.wait(30)
