@@ -306,6 +306,13 @@ def _slow_at_first(name: str) -> Iterator[_SlowAtFirst]:
         ctx_logger.removeHandler(handler)
 
 
+def _queue_a_flood(context: plasmid.Context) -> None:
+    """*context* prints 2000 lines of 4 KiB while the master reads nothing
+    for a second: most of them queue on the way."""
+    context.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
+    time.sleep(1)
+
+
 def test_output_queued_at_shutdown_waits_for_a_master_that_reads_slowly(
         ) -> None:
     """A context exiting gave what it had queued for the master a second,
@@ -315,8 +322,7 @@ def test_output_queued_at_shutdown_waits_for_a_master_that_reads_slowly(
     with _slow_at_first('slow-reader') as handler:
         router = plasmid.Router()
         ctx = router.local(name='slow-reader')
-        ctx.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
-        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        _queue_a_flood(ctx)
         router.shutdown(timeout=60)
     assert len(handler.lines) == 2000
     assert handler.lines[-1] == 'x' * 4096 + ' 1999'
@@ -331,8 +337,7 @@ def test_an_intermediary_shut_down_gives_its_children_its_flush_time(
         router = plasmid.Router()
         top = router.local(name='slow-top')
         below = router.local(name='slow-below', via=top)
-        below.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
-        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        _queue_a_flood(below)
         top.shutdown(timeout=60)
         router.shutdown()
     assert len(handler.lines) == 2000
@@ -348,8 +353,7 @@ def test_a_context_shutting_its_child_down_without_limit_lets_it_flush(
         router = plasmid.Router()
         top = router.local(name='slow-parent')
         below = router.local(name='slow-child', via=top)
-        below.call_no_reply(local_fns.print_lines, 2000, 'x' * 4096)
-        time.sleep(1)  # the master reads nothing meanwhile: it queues
+        _queue_a_flood(below)
         assert top.call(local_fns.shut_down, below, None) is False
         router.shutdown()
     assert len(handler.lines) == 2000

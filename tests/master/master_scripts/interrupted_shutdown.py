@@ -17,18 +17,11 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(HERE)))]
+sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.dirname(HERE))),
+                os.path.dirname(os.path.dirname(HERE))]
 
 import plasmid  # noqa: E402
-
-
-def running(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open('/proc/%d/stat' % pid) as stat:  # a zombie has ended
-        return stat.read().rsplit(')', 1)[1].split()[0] != 'Z'
+from testbed.procs import alive  # noqa: E402
 
 
 def main(mode):
@@ -52,7 +45,7 @@ def main(mode):
                   if t is not threading.current_thread()]
     print(json.dumps({
         'interrupted': interrupted,
-        'running': [pid for pid in pids if running(pid)],
+        'running': [pid for pid in pids if alive(pid)],
         'links': links,
         'up': up,
         'threads': io_threads,
