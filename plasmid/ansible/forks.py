@@ -475,9 +475,7 @@ def _read_exactly(fd, size):  # pragma: no cover - in a spare child
 def _child(main, out_w, err_w, names_w, before):  # pragma: no cover
     status = 1
     try:
-        _let_go_of_links()  # first: it puts sys.stdout/stderr on fds 1/2
-        _set_stage(out_w, err_w)
-        _keep_from_commands()
+        _set_up(out_w, err_w)
         status = _run_main(lambda: main(names_w))[0]
         _report_end(names_w, before, status)
     finally:
@@ -508,22 +506,64 @@ def _run_main(main, staying=False):  # pragma: no cover - in the child
     return status, waited
 
 
-def _set_stage(out_w, err_w):  # pragma: no cover - in the child
-    """fds 0/1/2 of its own, signals as a fresh Python has them, no
-    handlers of ours."""
+def _set_up(out_w, err_w):  # pragma: no cover - in the child
+    """Make this fork a module process: signals as a fresh Python has
+    them, no links, fds 0/1/2 and sys.std* of its own.  A failure here
+    (a SIGINT meanwhile, an error in the core's _after_fork) is told on
+    the task's stderr: it ended the process with status 1 and not a
+    word, the task failing with an empty stderr."""
+    told = err_w  # the task's stderr, until it is fd 2
+    try:
+        # First: a signal from here on meets a fresh Python's handlers.
+        # A handler of the context's would run its Python code here, on
+        # 2.7 and 3.6 while the links were still the context's.
+        _reset_signals()
+        _let_go_of_links()  # before _set_streams: it sets sys.stdout/stderr
+        _set_fds(out_w, err_w)
+        told = 2
+        _set_streams()
+        _keep_from_commands()
+    except BaseException:
+        _tell_failure(told)
+        raise
+
+
+def _tell_failure(fd):  # pragma: no cover - in the child
+    """Write the exception being handled to *fd*, if anything can."""
+    try:
+        import traceback
+        text = 'plasmid: the module process could not set itself up:\n' + \
+            ''.join(traceback.format_exception(*sys.exc_info()))
+        if not isinstance(text, bytes):
+            text = text.encode('utf-8', 'replace')
+        _write_all(fd, text)
+    except BaseException:
+        pass  # nowhere left to say it: the status says it failed
+
+
+def _reset_signals():  # pragma: no cover - in the child
+    """As a fresh Python (vanilla's module process) has them: SIGINT
+    raises KeyboardInterrupt, SIGPIPE is ignored (a write to a closed
+    pipe raises BrokenPipeError, which a module may catch)."""
+    for signum in (signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+
+def _set_fds(out_w, err_w):  # pragma: no cover - in the child
+    """fds 0/1/2 of its own: /dev/null and the task's output pipes."""
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
     for fd in (null, out_w, err_w):
         os.close(fd)
-    # As a fresh Python (vanilla's module process) has them: SIGINT
-    # raises KeyboardInterrupt, SIGPIPE is ignored (a write to a closed
-    # pipe raises BrokenPipeError, which a module may catch).
-    for signum in (signal.SIGTERM, signal.SIGCHLD):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+
+def _set_streams():  # pragma: no cover - in the child
+    """sys.std* on fds 0/1/2, no logging handlers or exit handlers of the
+    context's, the interpreter's excepthook."""
     if sys.version_info[0] < 3:  # file objects, which take str
         sys.stdin, sys.stdout, sys.stderr = [
             os.fdopen(fd, mode) for fd, mode in ((0, 'r'), (1, 'w'),

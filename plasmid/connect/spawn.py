@@ -672,7 +672,7 @@ def _connect(router, spec, blob, method, tty, watch_boot, on_process,
     router.loop.defer(stream.start)
     if proc.stderr is not None:
         stream.error_output = ErrorOutput(router.loop, proc, spec['name'])
-        stream.error_output.start()
+        stream.error_output.start(stream)
     ExitWatch(router.loop, stream, proc).start()
     return stream, info
 
@@ -780,6 +780,10 @@ class ErrorOutput(object):
         # no buffer (Python's traceback) writes a line in pieces.
         self.partial = u''
         self.closing = None  # the stream's close, held for the last words
+        # Once the link is closed, the stream's owner may close stderr at
+        # any moment (Router._release, once the program has exited),
+        # without our reading its end: nothing is held for a line's end.
+        self.link_closed = False
 
     def said(self):
         """What the program wrote shortly before its stdout ended (or
@@ -825,37 +829,74 @@ class ErrorOutput(object):
         if close is not None:
             close()
 
-    def start(self):
+    def start(self, stream):
+        """Read the program's stderr from now on, and hear of *stream*'s
+        close (its link)."""
         set_nonblocking(self.proc.stderr)
-        self.loop.defer(self.loop.add_reader, self.proc.stderr, self._read)
+        # First: the loss that the router's callback makes carries what
+        # _link_gone reads (said()).
+        stream.on_close.insert(0, self._link_gone)
+        self.loop.defer(self._watch)
+
+    def _watch(self):
+        # Not once stderr has ended: _link_gone may read its end before
+        # the loop first runs (a late start's link closed at once).
+        if self.proc.stderr is not None:
+            self.loop.add_reader(self.proc.stderr, self._read)
+
+    def _link_gone(self, _stream):
+        """The link is closed, perhaps with stderr still open (a process
+        the program left holds it): log what the pipe holds now and the
+        line held for its end, which the owner's close of stderr would
+        drop unread; loop thread (or the shutdown's, the loop stopped)."""
+        self.link_closed = True
+        if self.proc.stderr is not None:
+            self._read()
+        self._log(self.partial)
+        self.partial = u''
 
     def _read(self):
         try:
             data = os.read(self.proc.stderr, 65536)
-        except OSError:
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EINTR):
+                return  # nothing there yet (_link_gone reads unasked)
             data = b''
         if not data:
-            self.loop.remove_fd(self.proc.stderr)
-            os.close(self.proc.stderr)
-            self.proc.stderr = None
-            self.ended = True
-            self._log(self.partial)
-            self._release()
+            self._end()
             return
         text = data.decode('utf-8', 'replace')
         self.recent.append((now(), text))
-        lines = (self.partial + text).split('\n')
+        self._log_lines(text)
+
+    def _end(self):
+        self.loop.remove_fd(self.proc.stderr)
+        os.close(self.proc.stderr)
+        self.proc.stderr = None
+        self.ended = True
+        self._log(self.partial)
+        self.partial = u''
+        self._release()
+
+    def _log_lines(self, text):
+        """Log *text*, after the line held from before, a record per
+        line; hold its unended last line.  A lone \\r ends a record too,
+        as \\n and \\r\\n do (ssh ends its lines \\r\\n: the empty line
+        between the two is no record): what a program rewrites in place
+        (a progress count, a prompt after "\\r") is a record per state,
+        as a terminal showed each in turn, not one record with \\r in it
+        held until a \\n that may never come."""
+        lines = (self.partial + text).replace(u'\r', u'\n').split(u'\n')
         self.partial = lines.pop()
-        if len(self.partial) > PARTIAL_LINE_KEPT:  # no line end in sight
-            lines.append(self.partial)
+        if self.link_closed or len(self.partial) > PARTIAL_LINE_KEPT:
+            lines.append(self.partial)  # nobody to wait for, or too long
             self.partial = u''
         for line in lines:
             self._log(line)
 
     def _log(self, line):
         if line.strip():
-            context_log.log(self.name, logging.WARNING, '%s',
-                            (line.rstrip('\r'),))
+            context_log.log(self.name, logging.WARNING, '%s', (line,))
 
 
 def reap(proc, timeout=REAP_TIMEOUT):

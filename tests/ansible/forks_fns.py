@@ -1,4 +1,5 @@
 """Run in contexts by test_forks.py (any Python, 2.7 too)."""
+import logging
 import os
 import signal
 import sys
@@ -249,3 +250,59 @@ def run_while_logging_is_locked():
         holder.join()
         killer.join()
     return status, out.decode('ascii')
+
+
+class _SlowToLock(logging.Handler):
+    """A handler of the context's whose lock takes a while to make again
+    in a module process (_let_go_of_links makes every handler's anew, on
+    Python 2.7 and 3.6): the first process writes its pid to *marker*,
+    then waits there (5 s at most, a signal may cut it short); the later
+    ones (the spare forked after it) go on at once."""
+
+    def __init__(self, marker):
+        self.marker = marker
+        self.context_pid = os.getpid()
+        logging.Handler.__init__(self)
+
+    def createLock(self):
+        logging.Handler.createLock(self)
+        if os.getpid() != self.context_pid and \
+                not os.path.exists(self.marker):
+            with open(self.marker + '.tmp', 'w') as f:
+                f.write(str(os.getpid()))
+            os.rename(self.marker + '.tmp', self.marker)
+            time.sleep(5.0)
+
+    def emit(self, record):
+        pass
+
+
+SLOW_TO_LOCK = []  # logging keeps only a weak reference
+
+
+def hold_module_processes_as_they_let_go(marker):
+    """From now on a module process waits as it lets go of the links
+    (see _SlowToLock); the context's own SIGTERM handler, wherever it
+    runs, writes that process's pid to *marker* + '.ran'; SIGINT raises
+    KeyboardInterrupt, as in a fresh Python."""
+    SLOW_TO_LOCK.append(_SlowToLock(marker))
+
+    def on_term(signum, frame):
+        with open(marker + '.ran', 'w') as f:
+            f.write(str(os.getpid()))
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _say_hello(payload):
+    sys.stdout.write('hello')
+    sys.exit(0)
+
+
+HELLO = forks.Forker(_say_hello)
+
+
+def run_hello():
+    """A module process's exit status, stdout and stderr."""
+    status, out, err, _ = HELLO.run('x')
+    return status, out.decode('ascii'), err.decode('utf-8', 'replace')

@@ -171,6 +171,49 @@ def test_a_context_that_dies_while_a_module_runs_is_lost_at_once(version):
             os.kill(module, signal.SIGKILL)
 
 
+def signal_as_it_lets_go(version: str, signum: int, marker: str) -> tuple:
+    """Signal a module process of a Python *version* context while it
+    lets go of the context's links (held there: forks_fns._SlowToLock);
+    its status, stdout and stderr."""
+    with plasmid.Router() as router:
+        ctx = router.local(python_path=require_python(version))
+        ctx.call(forks_fns.hold_module_processes_as_they_let_go, marker)
+        running = ctx.call_async(forks_fns.run_hello)
+        deadline = time.monotonic() + 10.0
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(marker) as f:
+            os.kill(int(f.read()), signum)
+        return tuple(running.result(timeout=30.0))
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6'])
+def test_a_signal_as_a_module_process_lets_go_meets_fresh_handlers(
+        version, tmp_path):
+    """Where no fork hook does it (Python 2.7, 3.6), a module process lets
+    go of the context's links itself: it reset its signals after that, so
+    a SIGTERM meanwhile ran the context's handler there (with the links
+    still the context's), and the task went on.  A fresh Python dies of
+    it, as vanilla's module process would."""
+    marker = str(tmp_path / 'letting-go')
+    status, out, _ = signal_as_it_lets_go(version, signal.SIGTERM, marker)
+    assert not os.path.exists(marker + '.ran')  # the context's handler
+    assert (status, out) == (-signal.SIGTERM, '')
+
+
+@pytest.mark.parametrize('version', ['2.7', '3.6'])
+def test_a_module_process_that_fails_to_set_itself_up_says_why(
+        version, tmp_path):
+    """An error while a module process lets go of the links (here the
+    KeyboardInterrupt of a SIGINT) ended it with status 1 and not a word:
+    the task failed with an empty stderr.  It says why there now."""
+    marker = str(tmp_path / 'letting-go')
+    status, out, err = signal_as_it_lets_go(version, signal.SIGINT, marker)
+    assert (status, out) == (1, '')
+    assert 'could not set itself up' in err, err
+    assert err.rstrip().endswith('KeyboardInterrupt'), err
+
+
 @pytest.mark.parametrize('version', ['2.7', '3.13'])
 def test_a_finished_module_process_is_reaped_once_its_answer_is_out(version):
     """No exited module process lingers as a zombie under an idle context:

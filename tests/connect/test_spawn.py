@@ -329,6 +329,87 @@ def test_a_line_its_program_writes_in_pieces_is_logged_whole(
     assert said == ['Attribute: no POLLIN', 'next']
 
 
+def _stderr_records(caplog: pytest.LogCaptureFixture) -> list:
+    """What the program of the context named 'wrapped' wrote on its
+    stderr, as logged (by an intermediary: forwarded from its records of
+    plasmid.ctx.wrapped)."""
+    return [r.getMessage() for r in caplog.records
+            if getattr(r, 'plasmid_origin', r.name) == 'plasmid.ctx.wrapped']
+
+
+def _start_under(router, where: str, python_path: list):
+    """A context whose program's stderr the master reads ('master'), or an
+    intermediary on Python *where* does (its ErrorOutput, there)."""
+    via = None
+    if where != 'master':
+        via = router.local(name='hop', python_path=require_python(where))
+    return router.local(name='wrapped', via=via, python_path=python_path)
+
+
+@pytest.mark.parametrize('where', ['master', '2.7', '3.13'])
+def test_a_lone_carriage_return_ends_a_record(
+        caplog: pytest.LogCaptureFixture, where: str) -> None:
+    """A line a program rewrites in place (a progress count: text, \\r,
+    text) was one record with the \\r in it; now each state is one, as
+    \\r\\n and \\n end one.  A line never ended is logged at the end
+    of stderr."""
+    written = ('(sleep 0.3; printf "10%%\\r20%%\\r30%%\\r\\ndone\\ntail"'
+               ' >&2) & ')
+    caplog.set_level(logging.WARNING, logger='plasmid.ctx')
+    with plasmid.Router() as router:
+        ctx = _start_under(router, where, [
+            'sh', '-c', written + 'exec "$0" "$@"', sys.executable])
+        ctx.call(time.sleep, 1.0)
+    assert _stderr_records(caplog) == ['10%', '20%', '30%', 'done', 'tail']
+
+
+@pytest.mark.parametrize('where', ['master', '2.7', '3.13'])
+def test_a_line_unended_when_the_link_closes_is_logged(
+        caplog: pytest.LogCaptureFixture, tmp_path, where: str) -> None:
+    """A line held for its end was dropped when the link closed without
+    the end of stderr read: a process the program left behind holds
+    stderr open, and the shutdown closed the pipe once the program had
+    exited.  It is logged as the link closes."""
+    pid_file = tmp_path / 'leftover'
+    leftover = ('(sleep 0.3; printf "fatal: no end" >&2; exec sleep 10)'
+                ' </dev/null >/dev/null & echo $! > %s; '
+                % shlex.quote(str(pid_file)))
+    caplog.set_level(logging.WARNING, logger='plasmid.ctx')
+    try:
+        with plasmid.Router() as router:
+            ctx = _start_under(router, where, [
+                'sh', '-c', leftover + 'exec "$0" "$@"', sys.executable])
+            ctx.call(time.sleep, 1.0)  # its words come after the start
+        said = _stderr_records(caplog)
+    finally:
+        os.kill(int(pid_file.read_text()), 9)
+    assert said == ['fatal: no end']
+
+
+def test_what_comes_after_the_link_closed_is_not_held(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Once the link is gone, the pipe may be closed at any moment: what
+    a leftover holder of stderr writes then is logged as it comes (the
+    router's loop on a thread of its own reads it meanwhile)."""
+    caplog.set_level(logging.WARNING, logger='plasmid.ctx')
+    with plasmid.Router(threaded=True) as router:
+        ctx = router.local(name='wrapped', python_path=_wrapped(
+            'printf "before the loss" >&2; sleep 1; printf "after it" >&2;'
+            ' exec sleep 30'))
+        wrapper = ctx.stream.process
+        try:
+            with pytest.raises(plasmid.ContextLost):
+                ctx.call(os._exit, 0)
+            deadline = time.monotonic() + 5
+            while (len(_stderr_records(caplog)) < 2
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            said = _stderr_records(caplog)
+        finally:
+            wrapper.kill()
+    assert said == ['before the loss', 'after it']
+
+
 def test_a_link_whose_stderr_stays_open_is_lost_without_words() -> None:
     """A program that keeps stderr open after its stdout has ended does
     not hold the loss up: it comes after LAST_WORDS_WAIT, the program
