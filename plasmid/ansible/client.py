@@ -302,12 +302,15 @@ def start_lock() -> threading.Lock:
     return _START_LOCK
 
 
-def start_broker_early() -> None:
+def start_broker_early(wait_at_exit: bool = False) -> None:
     """Start this run's broker on a thread of its own, so that the first
     task finds it listening: ansible-core prepares that task (templating,
     building the module's payload) for longer than the broker takes to
     start (both ~0.15-0.3 s here).  A broker that fails to start is
-    reported by the first task that needs it."""
+    reported by the first task that needs it.  *wait_at_exit*: the
+    process waits for the start before it exits (a forked worker whose
+    task ended first: the next worker would find the broker neither
+    listening nor being started, and start a second one)."""
     def start() -> None:
         client = Client()
         try:
@@ -317,4 +320,18 @@ def start_broker_early() -> None:
         finally:
             client.close()
     threading.Thread(target=start, name='plasmid-broker-start',
-                     daemon=True).start()
+                     daemon=not wait_at_exit).start()
+
+
+def start_broker_if_missing() -> None:
+    """For a task about to build its module (ansible-core 2.19+ asks the
+    connection whether it pipelines first): the run's broker starts
+    meanwhile, unless it is there or being started by this process."""
+    if _START_LOCK.locked():
+        return
+    try:
+        path = Client().path
+    except BrokerError:
+        return  # the task's own call reports it
+    if not os.path.exists(path):
+        start_broker_early(wait_at_exit=True)

@@ -153,6 +153,7 @@ class Connection(ConnectionBase):
         self.client: Optional[Client] = None
         self._vanilla: Optional[ConnectionBase] = None
         self._ssh_says_closed: Optional[bytes] = None  # _closing_line's
+        self._broker_looked_for = False  # _start_broker_early's
 
     # ------------------------------------------------------ connecting
 
@@ -164,6 +165,15 @@ class Connection(ConnectionBase):
             self.client = Client()
             self._connected = True
         return self
+
+    def _start_broker_early(self) -> None:
+        """The run's first task builds its module (~0.13 s) while the
+        broker starts (as long): once per connection, where no broker
+        listens yet and the connection has no client yet."""
+        if self.client is None and not self._broker_looked_for:
+            self._broker_looked_for = True
+            from plasmid.ansible import client
+            client.start_broker_if_missing()
 
     def _hostname(self) -> str:
         """The address ssh logs in to, as ansible-core's ssh plugin finds
@@ -300,7 +310,9 @@ class Connection(ConnectionBase):
         """ansible-core 2.19+ asks here.  A become method that does not
         pipeline under vanilla ssh (su, which wants a terminal for its
         password) does here when we host it: its interpreter gets the
-        password at start-up, not per command."""
+        password at start-up, not per command.  An action asks this
+        before it builds its module: the broker starts meanwhile."""
+        self._start_broker_early()
         plugin = self.become
         if plugin is not None and not getattr(plugin, 'pipelining', True) \
                 and plugin.name in HOSTED_BECOME:

@@ -103,6 +103,41 @@ def test_the_strategy_starts_the_broker_before_a_task_needs_it(
     assert plain.stats == {}
 
 
+UNBUILDABLE_MODULE = """#!/usr/bin/python
+from ansible.module_utils.no_such_support_code import missing
+"""
+NEVER_REACHES_THE_HOST = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: a module that cannot be built
+      unbuildable: {}
+"""
+
+
+def test_the_plugin_starts_the_broker_while_the_module_is_built(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """ansible-core 2.19+ asks the connection whether it pipelines before
+    it builds a task's module: the plugin starts the broker then, and the
+    first task finds it up.  Here the build fails, so the task never
+    reaches the host, and the broker ran all the same (it wrote its
+    counters), with no context.  2.18 does not ask: no broker."""
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'unbuildable.py').write_text(UNBUILDABLE_MODULE)
+    inv = inventory(sshd, ansible_account)
+    vanilla = run_playbook(ansible_bin, tmp_path, NEVER_REACHES_THE_HOST,
+                           inv, False)
+    ours = run_playbook(ansible_bin, tmp_path, NEVER_REACHES_THE_HOST, inv,
+                        True, stats_timeout=5.0)
+    assert_same(vanilla, ours)
+    assert ours.results[0]['status'] == 'failed', ours.output
+    assert 'no_such_support_code' in ours.results[0]['result']['msg']
+    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+        assert ours.stats.get('contexts') == 0, ours.stats
+    else:
+        assert ours.stats == {}
+
+
 @pytest.mark.edge_releases
 def test_the_optional_strategy_refuses_an_unknown_worker_mode(
         ansible_bin, ansible_account, sshd, tmp_path):
