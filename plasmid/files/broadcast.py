@@ -14,7 +14,6 @@ into place once whole; a target that fails does not stop the others.
 """
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from typing import Dict, Iterable, List, Optional
@@ -24,7 +23,8 @@ from plasmid.files import relay
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures,
                                     LocalPath, Path, answer_by,
                                     check_arguments, chunk_within_budget,
-                                    local_path_of, open_source,
+                                    fitting_chunk, local_path_of,
+                                    open_source,
                                     remote_path_of, temp_beside,
                                     unique_contexts)
 
@@ -52,9 +52,12 @@ def broadcast_file(contexts: Iterable[Context], local_path: LocalPath,
     temp = temp_beside(remote_path)
     with open_source(local_path_of(local_path)) as source:
         if not targets:
-            return os.fstat(source.fileno()).st_size
+            return source.size
         plan = plan_for(targets)
-        chunk_size = chunk_for(plan, chunk_size, window)
+        # Within the message limit too, as a put's (a router's smaller
+        # max_message_size failed every copy with StreamError).
+        chunk_size = fitting_chunk(targets[0],
+                                   chunk_for(plan, chunk_size, window))
         fanout = _Fanout(plan, temp, window, timeout)
         first = source.read(chunk_size)
         if len(first) < chunk_size:
@@ -69,7 +72,8 @@ def broadcast_file(contexts: Iterable[Context], local_path: LocalPath,
             {context: fanout.failures[context.context_id]
              for context in targets if context.context_id in fanout.failures},
             {context: size for context in targets
-             if context.context_id not in fanout.failures})
+             if context.context_id not in fanout.failures},
+            'broadcast_file to %r' % (remote_path,))
     return size
 
 

@@ -15,7 +15,8 @@ from plasmid.core.context import Context
 from plasmid.files.transfer import (CHUNK_SIZE, WINDOW, CopyFailures, Fetch,
                                     LocalPath, Path, check_arguments,
                                     chunk_within_budget, deadline_after,
-                                    local_path_of, remote_path_of,
+                                    fitting_chunk, local_path_of,
+                                    remote_path_of,
                                     unique_contexts)
 
 Destination = Union[LocalPath, Callable[[Context], LocalPath]]
@@ -42,7 +43,10 @@ def gather_file(contexts: Iterable[Context], remote_path: Path,
     destinations = _destinations(sources, local_path)
     if not sources:
         return {}
-    chunk_size = chunk_within_budget(chunk_size, len(sources) * window)
+    # Within the message limit too, as a fetch's (a router's smaller
+    # max_message_size failed every copy: the answers could not be sent).
+    chunk_size = fitting_chunk(sources[0], chunk_within_budget(
+        chunk_size, len(sources) * window))
     fetches: Dict[Context, Fetch] = {}
     failures: Dict[Context, BaseException] = {}
     try:
@@ -60,7 +64,8 @@ def gather_file(contexts: Iterable[Context], remote_path: Path,
         raise
     if failures:
         raise CopyFailures({c: failures[c] for c in sources if c in failures},
-                           {c: copied[c] for c in sources if c in copied})
+                           {c: copied[c] for c in sources if c in copied},
+                           'gather_file from %r' % (remote_path,))
     return {context: copied[context] for context in sources}
 
 

@@ -12,6 +12,7 @@ import os
 import stat
 
 from plasmid.core.ostext import native
+from plasmid.files import unfinished
 
 # Temporary files a chunk failed to reach: never committed.
 _BROKEN = set()
@@ -30,12 +31,13 @@ def write(temp, path, data, offset):
 
 
 def _write(temp, path, data, offset):
-    flags = os.O_WRONLY
     if offset == 0:
         check_replaceable(path)  # before the rest of the file is sent
-        flags |= os.O_CREAT | os.O_EXCL
     try:
-        fd = os.open(native(temp), flags, 0o600)
+        if offset == 0:
+            fd = unfinished.make(temp)  # removed if we are orphaned
+        else:
+            fd = os.open(native(temp), os.O_WRONLY)
         try:
             write_at(fd, data, offset)
         finally:
@@ -66,6 +68,7 @@ def commit(temp, path, mode, size):
             mode = mode_for(native(path))
         os.chmod(native(temp), mode)
         os.rename(native(temp), native(path))
+        unfinished.done(temp)
         return size
     except OSError as exc:
         discard(temp)
@@ -174,6 +177,7 @@ def discard(temp):
     (a NUL: TypeError on Python 2, ValueError on 3) took that failure's
     place."""
     _BROKEN.discard(temp)
+    unfinished.done(temp)
     try:
         os.unlink(native(temp))
     except Exception:
@@ -191,6 +195,23 @@ def read(path, offset, size, regular_only=False):
     try:
         return _read_at(fd, offset, size)
     except OSError as exc:  # a directory opens, and its read names no file
+        exc.filename = path
+        raise
+    finally:
+        os.close(fd)
+
+
+def read_chunk(path, offset, size):
+    """A fetch's read: ``[data, file_size, device, inode]``, *data* being
+    *size* bytes of the regular file *path* from *offset* (fewer only at
+    its end), the rest telling the fetch which file it read and how large
+    it was then."""
+    fd = open_regular(path)
+    try:
+        found = os.fstat(fd)
+        return [_read_at(fd, offset, size), found.st_size, found.st_dev,
+                found.st_ino]
+    except OSError as exc:  # a read that fails names no file
         exc.filename = path
         raise
     finally:

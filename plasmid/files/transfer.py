@@ -13,6 +13,7 @@ one, never part of one; a copy that fails removes its temporary file.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -21,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 from plasmid.core.compat import bytes_from_wire
 from plasmid.core.context import Context, Future
-from plasmid.core.errors import Error, TimeoutError
+from plasmid.core.errors import CallError, ContextLost, Error, TimeoutError
 from plasmid.files import remote
 
 Path = Union[str, 'os.PathLike[str]']  # a remote path
@@ -49,17 +50,21 @@ class CopyFailures(Error):
     (:class:`plasmid.CallError`, :class:`plasmid.ContextLost`,
     :class:`plasmid.TimeoutError` ...): its destination is as it was.
     ``copied`` maps each of the others to the size of its file.
+    *copy* says which copy it was (``"broadcast_file to '/srv/app.tar'"``),
+    for the message: a lost context or a timeout named no file.
     """
 
     def __init__(self, failures: Dict[Context, BaseException],
-                 copied: Dict[Context, int]) -> None:
+                 copied: Dict[Context, int], copy: str = '') -> None:
         Error.__init__(self, failures, copied)
         self.failures = failures
         self.copied = copied
+        self.copy = copy
 
     def __str__(self) -> str:
-        lines = ['%d of %d copies failed:' % (
-            len(self.failures), len(self.failures) + len(self.copied))]
+        lines = ['%s%d of %d copies failed:' % (
+            self.copy and self.copy + ': ', len(self.failures),
+            len(self.failures) + len(self.copied))]
         for context, error in self.failures.items():
             first = (str(error).splitlines() or [''])[0]
             lines.append('  %s: %s: %s' % (context.name,
@@ -84,7 +89,8 @@ def put_file(context: Context, local_path: LocalPath, remote_path: Path,
     check_arguments(mode, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
     temp = temp_beside(remote_path)
-    with open_source(local_path_of(local_path)) as source:
+    with open_source(local_path_of(local_path)) as source, \
+            naming_the_copy('put_file to', context, remote_path):
         first = source.read(chunk_size)
         if len(first) < chunk_size:
             return context.call_async(remote.put_whole, temp, remote_path,
@@ -110,20 +116,38 @@ def fetch_file(context: Context, remote_path: Path, local_path: LocalPath,
     untouched."""
     check_context(context, 'fetch_file')
     remote_path = remote_path_of(remote_path)
+    local_path = local_path_of(local_path)
     check_arguments(None, chunk_size, window, timeout)
     chunk_size = fitting_chunk(context, chunk_size)
-    fetch = Fetch(context, remote_path, local_path_of(local_path),
-                  chunk_size, window, timeout)
-    try:
-        while not fetch.step(deadline_after(timeout)):
-            pass
-    except BaseException:
-        fetch.abandon()
-        raise
+    with naming_the_copy('fetch_file from', context, remote_path):
+        fetch = Fetch(context, remote_path, local_path, chunk_size, window,
+                      timeout)
+        try:
+            while not fetch.step(deadline_after(timeout)):
+                pass
+        except BaseException:
+            fetch.abandon()
+            raise
     return fetch.size
 
 
-def open_source(path: str):
+@contextlib.contextmanager
+def naming_the_copy(copy: str, context: Context, remote_path: str):
+    """A lost context or a timeout raised in the block, saying which copy
+    it cut short: they said "no result within 5s", or "context 2 is
+    gone", naming neither the file nor the context (by its name)."""
+    try:
+        yield
+    except ContextLost as exc:
+        raise ContextLost('%s %s (%r): %s' % (copy, context.name,
+                                              remote_path, exc),
+                          exc.said) from None
+    except TimeoutError as exc:
+        raise TimeoutError('%s %s (%r): %s' % (copy, context.name,
+                                               remote_path, exc)) from None
+
+
+def open_source(path: str) -> 'Source':
     """The local file *path* to copy, open for reading: a named pipe, a
     device, a socket or a directory is refused with an OSError naming it
     (:func:`remote.open_regular`), as the target refuses one to fetch.  A
@@ -131,10 +155,46 @@ def open_source(path: str):
     its timeout, and a device like /dev/zero would never end."""
     fd = remote.open_regular(path)
     try:
-        return os.fdopen(fd, 'rb')
+        return Source(os.fdopen(fd, 'rb'), path)
     except BaseException:
         os.close(fd)
         raise
+
+
+class Source:
+    """A local file being copied from (a put's, a broadcast's).
+
+    Its reads stop at the size it had when opened: a file that grows
+    meanwhile (a log being written) is copied as it was then; chased to
+    its end, one written faster than the link carried it was never done
+    copying, and filled the target's disk.  A file that shrinks is copied
+    as far as it goes; one that says it has no size (/proc's) is read to
+    its end.  A read that fails names the file: it said "[Errno 5]
+    Input/output error" alone."""
+
+    def __init__(self, file, path: str) -> None:
+        self.file = file
+        self.path = path
+        self.size = os.fstat(file.fileno()).st_size
+        self.left = self.size or None  # bytes still to read, None: all
+
+    def read(self, size: int) -> bytes:
+        if self.left is not None:
+            size = min(size, self.left)
+        try:
+            data = self.file.read(size)
+        except OSError as exc:
+            exc.filename = self.path
+            raise
+        if self.left is not None:
+            self.left -= len(data)
+        return data
+
+    def __enter__(self) -> 'Source':
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.file.close()
 
 
 def fitting_chunk(context: Context, chunk_size: int) -> int:
@@ -311,7 +371,15 @@ class _Sender:
 class _Reader:
     """A fetch's reads: *window* of them on their way from the start, so
     a file of any size takes one round trip plus its bytes' time; the
-    answers to the reads past its end (empty) are not waited for."""
+    answers to the reads past its end (empty) are not waited for.
+
+    Each read opens the file anew, and says which file it read and its
+    size then (:func:`remote.read_chunk`).  The first read's size bounds
+    the copy, as a put's does (:class:`Source`): a file that grows is
+    copied as it was then, not chased for ever.  A read of another file
+    (a log rotated, a file replaced by a rename, as a put does) fails the
+    fetch: the copy was made of the old file's start and the new one's
+    end, a file that never was."""
 
     def __init__(self, context: Context, path: str, chunk_size: int,
                  window: int, timeout: Optional[float]) -> None:
@@ -323,25 +391,40 @@ class _Reader:
         self.offset = 0  # of the next read to send
         self.asked: deque[Future] = deque()
         self.ended = False
+        self.came = 0       # bytes of the chunks that came
+        self.end: Optional[int] = None  # the size the first read saw
+        self.identity: Optional[list] = None  # its device and inode
 
     def ask(self) -> None:
-        """Send reads until *window* of them are on their way."""
-        while not self.ended and len(self.asked) < self.window:
+        """Send reads until *window* of them are on their way (none past
+        the end, once the first answer told it)."""
+        while not self.ended and len(self.asked) < self.window and (
+                self.end is None or self.offset < self.end):
             self.asked.append(self.context.call_async(
-                remote.read, self.path, self.offset, self.chunk_size,
-                True))  # regular_only: a named pipe would wedge the context
+                remote.read_chunk, self.path, self.offset, self.chunk_size))
             self.offset += self.chunk_size
 
     def next_chunk(self, deadline: Optional[float]) -> bytes:
         """The next chunk, waited for until *deadline*."""
         self.ask()
+        data, size, device, inode = answer_by(self.asked.popleft(),
+                                              deadline, self.timeout)
         # A Python 2 context's bytes are its str: they come as text.
-        chunk = bytes_from_wire(answer_by(self.asked.popleft(), deadline,
-                                          self.timeout))
-        if len(chunk) < self.chunk_size:
-            # The reads after it went past the end (or found a file that
-            # grew): not waited for, as the last was sent as the chunk
-            # before this one arrived, a round trip ago at most.
+        chunk = bytes_from_wire(data)
+        if self.identity is None:
+            self.identity = [device, inode]
+            self.end = size or None  # no size (/proc's): to its end
+        elif self.identity != [device, inode]:
+            raise CallError('OSError', 'it was replaced during the copy '
+                            '(another file took its name): not copied: '
+                            '%r' % (self.path,))
+        if self.end is not None:
+            chunk = chunk[:max(self.end - self.came, 0)]
+        self.came += len(chunk)
+        if len(chunk) < self.chunk_size or self.came == self.end:
+            # The reads after it went past the end: not waited for, as
+            # the last was sent as the chunk before this one arrived, a
+            # round trip ago at most.
             self.ended = True
             self.asked.clear()
         return chunk
