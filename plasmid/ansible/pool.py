@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import plasmid
 from plasmid.core.errors import ConnectError, ContextLost
 from plasmid.connect import spawn
-from plasmid.ansible import kubectl_login
+from plasmid.ansible import kubectl_login, target
 from plasmid.ansible.machines import account_of, machine_of
 
 LOG = logging.getLogger('plasmid.ansible.pool')
@@ -413,11 +413,12 @@ class Pool:
         if method not in LOGIN_METHODS:
             raise ValueError('no such login method: %r' % (method,))
         if method == 'kubectl':
-            return kubectl_login.start(self.router, login,
-                                       python or FIND_PYTHON)
+            return _starting_sh_itself(kubectl_login.start(
+                self.router, login, python or FIND_PYTHON))
         if method != 'ssh':
             start = getattr(self.router, method)
-            return start(python_path=python or FIND_PYTHON, **login)
+            return _starting_sh_itself(
+                start(python_path=python or FIND_PYTHON, **login))
         retries = login.pop('retries', 0) or 0
         attempt = 0
         while True:
@@ -575,6 +576,19 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+def _starting_sh_itself(context: plasmid.Context) -> plasmid.Context:
+    """A login *context* whose vanilla plugin starts ``/bin/sh`` itself
+    (local, the containers'), not through the account's shell as sshd
+    does: its first call says so (``target.commands_start_sh``), so that
+    its commands get no ``_`` such a shell would have exported.  A context
+    whose boot failed is left to say so at its first call, as before."""
+    try:
+        context.call_no_reply(target.commands_start_sh)
+    except plasmid.Error:
+        pass
+    return context
 
 
 def worth_retrying(exc: ConnectError) -> bool:

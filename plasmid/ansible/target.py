@@ -490,14 +490,33 @@ def _export_underscore():
         os.environ['_'] = value
 
 
+# Whether vanilla's ``/bin/sh -c`` here is started by the account's shell
+# (sshd runs a command through the login shell; su through the user's):
+# False in a login context of the local or a container connection, whose
+# vanilla plugin starts /bin/sh itself (``commands_start_sh``).
+_ACCOUNT_SHELL_STARTS_SH = [True]
+
+
+def commands_start_sh():
+    """This login's vanilla counterpart starts ``/bin/sh`` itself, with no
+    shell of the account's before it (ansible-core's local plugin, a
+    container's exec): its commands and modules get no ``_`` from one,
+    whatever ``SHELL`` says; they keep the one this context inherited, if
+    any.  The broker calls this first, before any module process forks."""
+    _ACCOUNT_SHELL_STARTS_SH[0] = False
+    _FORKER.invalidate()
+
+
 def _vanillas_underscore(env):
     """``_`` for what vanilla runs through ``/bin/sh -c`` (a module, a
     command), given this context's environment *env*; None for none.
     The account's shell (the login's, or the one su runs) starts that
     ``/bin/sh``: bash and zsh export ``_`` naming it, dash exports none,
     and sudo (env_reset) and doas drop it.  This context was started by
-    ``exec python``, for which bash exports none."""
-    if '_' in env or 'SUDO_COMMAND' in env or 'DOAS_USER' in env:
+    ``exec python``, for which bash exports none.  Where no account's
+    shell starts it (``commands_start_sh``), there is none to add."""
+    if not _ACCOUNT_SHELL_STARTS_SH[0] or '_' in env or \
+            'SUDO_COMMAND' in env or 'DOAS_USER' in env:
         return None
     if os.path.basename(env.get('SHELL', '')) in ('bash', 'zsh'):
         return '/bin/sh'

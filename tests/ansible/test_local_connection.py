@@ -12,8 +12,8 @@ import tempfile
 import pytest
 
 import parity
-from parity import assert_same
-from runner import BECOME_PLUGINS, run_playbook
+from parity import PRELOAD, STRATEGY, assert_same
+from runner import BECOME_PLUGINS, inventory, run_playbook
 
 # The oldest and the newest release only in CI (conftest.py).
 pytestmark = pytest.mark.edge_releases
@@ -241,3 +241,58 @@ def test_an_interpreter_that_does_not_start_fails_the_task_as_vanilla(
         'a missing interpreter', 'an interpreter that is no Python',
         'after')] == ['failed', 'failed', 'ok'], ours.output
 
+
+# A play over ssh whose tasks switch to the controller (ansible_connection:
+# local in a task's vars, delegate_to: localhost) and back: with the preload
+# callback or the strategy those tasks take plasmid.accel.local.
+SWITCHING = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: over ssh
+      command: id -un
+    - name: local for one task, a module
+      command: printenv _
+      vars:
+        ansible_connection: local
+      failed_when: false
+    - name: local for one task, a shell
+      shell: env | grep '^_=' || echo none
+      vars:
+        ansible_connection: local
+    - name: delegated to the controller
+      command: printenv _
+      delegate_to: localhost
+      failed_when: false
+    - name: delegated to the controller, as root
+      command: printenv _
+      delegate_to: localhost
+      become: true
+      failed_when: false
+    - name: back over ssh
+      command: id -un
+"""
+
+
+@pytest.mark.parametrize('underscore', [None, '/usr/bin/ansible-playbook'])
+def test_local_tasks_get_the_controllers_underscore(
+        ansible_bin, ansible_account, sshd, tmp_path, underscore):
+    """ansible-core's local plugin starts ``/bin/sh -c`` itself: no shell
+    of the account's stands before it to export ``_`` (as bash does for
+    the /bin/sh that sshd's login shell starts), so its commands have the
+    ``_`` ansible-playbook was started with, or none.  plasmid.accel.local
+    gave them ``/bin/sh`` where the controller's SHELL is bash and its
+    environment has no ``_`` (ansible-playbook started by a program, not
+    from an interactive shell)."""
+    inv = inventory(sshd, ansible_account)
+    env = {'SHELL': '/bin/bash', '_': underscore}
+    vanilla = run_playbook(ansible_bin, tmp_path, SWITCHING, inv, False, env)
+    assert vanilla.rc == 0, vanilla.output
+    seen = vanilla.by_task()[('t1', 'local for one task, a module')]
+    assert seen['result']['stdout'] == (underscore or ''), seen
+    for mode in (PRELOAD, STRATEGY):
+        ours = run_playbook(ansible_bin, tmp_path, SWITCHING, inv, True,
+                            dict(env, **mode))
+        assert_same(vanilla, ours)
+        # The controller's tasks ran in the broker's local interpreter.
+        assert ours.stats['module_runs'] == 6, ours.stats
