@@ -184,14 +184,10 @@ def discard(temp):
         pass
 
 
-def read(path, offset, size, regular_only=False):
-    """*size* bytes of *path* from *offset*: fewer only at its end.
-    *regular_only* (the file copies'): a source that is no regular file
-    is refused (see :func:`open_regular`)."""
-    if regular_only:
-        fd = open_regular(path)
-    else:
-        fd = os.open(native(path), os.O_RDONLY)
+def read(path, offset, size):
+    """*size* bytes of *path* from *offset*: fewer only at its end (the
+    accelerator's reads; the copies' are :func:`read_chunk`)."""
+    fd = os.open(native(path), os.O_RDONLY)
     try:
         return _read_at(fd, offset, size)
     except OSError as exc:  # a directory opens, and its read names no file
