@@ -307,10 +307,13 @@ def start_broker_early(wait_at_exit: bool = False) -> None:
     task finds it listening: ansible-core prepares that task (templating,
     building the module's payload) for longer than the broker takes to
     start (both ~0.15-0.3 s here).  A broker that fails to start is
-    reported by the first task that needs it.  *wait_at_exit*: the
-    process waits for the start before it exits (a forked worker whose
-    task ended first: the next worker would find the broker neither
-    listening nor being started, and start a second one)."""
+    reported by the first task that needs it; where no thread can be had
+    ("can't start new thread"), that task starts it itself (the
+    connection's is_pipelining_enabled asks for this early start, and
+    must not fail the task for it).  *wait_at_exit*: the process waits
+    for the start before it exits (a forked worker whose task ended
+    first: the next worker would find the broker neither listening nor
+    being started, and start a second one)."""
     def start() -> None:
         client = Client()
         try:
@@ -319,8 +322,11 @@ def start_broker_early(wait_at_exit: bool = False) -> None:
             pass
         finally:
             client.close()
-    threading.Thread(target=start, name='plasmid-broker-start',
-                     daemon=not wait_at_exit).start()
+    try:
+        threading.Thread(target=start, name='plasmid-broker-start',
+                         daemon=not wait_at_exit).start()
+    except RuntimeError:  # no thread to be had: the first task starts it
+        pass
 
 
 def start_broker_if_missing() -> None:

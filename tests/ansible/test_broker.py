@@ -502,3 +502,33 @@ def test_stats_go_to_the_file_named_or_one_per_broker_in_a_folder(tmp_path):
     assert json.loads((folder / ('broker-%d.json' % os.getpid()))
                       .read_text()) == {'module_runs': 3}
     broker.write_stats(_Counted(), None)  # not asked: nothing written
+
+
+NO_THREAD_TO_BE_HAD = r"""
+import resource, sys, threading
+threading.stack_size(1 << 30)  # more than the address space left below
+resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
+from plasmid.ansible import client
+try:
+    threading.Thread(target=lambda: None).start()
+except RuntimeError:
+    pass
+else:
+    sys.exit('a thread started: the limit did not hold')
+client.start_broker_if_missing()
+print('left to the task')
+"""
+
+
+def test_an_early_start_without_a_thread_leaves_the_start_to_the_task(
+        tmp_path):
+    """ansible-core 2.19+ asks the connection whether it pipelines, which
+    starts the broker on a thread: a worker that can have no more threads
+    ("can't start new thread") failed its task there with a RuntimeError,
+    where the task's own call would have started the broker."""
+    done = subprocess.run([sys.executable, '-c', NO_THREAD_TO_BE_HAD],
+                          env=dict(os.environ, TMPDIR=str(tmp_path)),
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout == 'left to the task\n', done.stderr
+    made = [name for _, _, names in os.walk(tmp_path) for name in names]
+    assert made == []  # no broker started: no socket, lock or log
