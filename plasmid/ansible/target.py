@@ -230,8 +230,12 @@ def run_module(digest, job, hold_above=None):
         # error; the AnsiballZ wrapper fails with this Python's own words.
         # Or the task's PATH finds another Python than this one.
         return (FROM_SCRIPT,)
+    site_files = _site_files_changed()
+    if site_files is None:  # a .pth file this interpreter read is gone
+        return (FROM_SCRIPT,)
     changed = warm.forget_changed_library()
-    if _add_user_site():  # a library there now: as if installed
+    user_site = _add_user_site()
+    if site_files or user_site:  # a library there now: as if installed
         warm.forget_warm()
         changed = True
     if changed:
@@ -373,8 +377,96 @@ def _add_user_site():
     path = site.getusersitepackages()
     if path in sys.path or not os.path.isdir(path):
         return False
-    site.addsitedir(path)
+    site.addsitedir(path)  # its .pth files with it
+    if _PTH_READ is not None:
+        _PTH_READ.update(_pth_files([path]))
     return True
+
+
+# The .pth files of the site folders on sys.path that this interpreter
+# has read, (folder, name) -> content; None until its first task (then
+# those it read as it started).  A fresh interpreter reads them all as it
+# starts: one that a task adds (``pip install -e``, a package shipping
+# one) puts a folder on sys.path or a finder on sys.meta_path.
+_PTH_READ = None
+_PTH_LISTED = {}  # site folder -> (mtime, its .pth files) when last listed
+
+
+def _site_files_changed():
+    """Read the .pth files added to the site folders on sys.path since
+    the last module, as a fresh interpreter would have as it started;
+    True if there were any.  None if one read before has gone or changed
+    since: what it put on sys.path or sys.meta_path cannot be taken back
+    here, so modules run as a fresh interpreter until it is back as read.
+    A stat per site folder and task; a folder that changed is listed and
+    its .pth files read again."""
+    import site
+    if _site_files_read():
+        return False
+    found = _pth_files(_site_folders())
+    if found == _PTH_READ:
+        return False
+    if any(found.get(key) != content for key, content in _PTH_READ.items()):
+        return None
+    for folder, name in sorted(set(found) - set(_PTH_READ)):
+        site.addpackage(folder, name, None)
+        _PTH_READ[folder, name] = found[folder, name]
+    return True
+
+
+def _site_files_read():
+    """Note the .pth files read as this interpreter started, at its first
+    task; True then (and where it read none: ``python -S``)."""
+    global _PTH_READ
+    if sys.flags.no_site:
+        return True
+    if _PTH_READ is not None:
+        return False
+    _PTH_READ = _pth_files(_site_folders())
+    return True
+
+
+def _site_folders():
+    """The site folders on sys.path, whose .pth files a fresh interpreter
+    reads as it starts."""
+    import site
+    folders = list(getattr(site, 'getsitepackages', lambda: [])())
+    if getattr(site, 'ENABLE_USER_SITE', False):
+        folders.append(site.getusersitepackages())
+    return [folder for folder in folders if folder in sys.path]
+
+
+def _pth_files(folders):
+    """(folder, name) -> content of the .pth files in *folders*, as
+    site.py picks them (not hidden ones)."""
+    found = {}
+    for folder in folders:
+        try:
+            mtime = os.stat(folder).st_mtime
+        except OSError:
+            continue
+        listed = _PTH_LISTED.get(folder)
+        if listed is None or listed[0] != mtime:
+            listed = _PTH_LISTED[folder] = (mtime, _read_pth_files(folder))
+        for name, content in listed[1].items():
+            found[folder, name] = content
+    return found
+
+
+def _read_pth_files(folder):
+    contents = {}
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return contents
+    for name in names:
+        if name.endswith('.pth') and not name.startswith('.'):
+            try:
+                with open(os.path.join(folder, name), 'rb') as handle:
+                    contents[name] = handle.read()
+            except (IOError, OSError):
+                pass
+    return contents
 
 
 def _module_main(modules, job, stale):
@@ -618,6 +710,7 @@ def run_shell(command, in_data=None, prompt=None, password=None,
               hold_above=None, login=False):
     """:func:`shell`, its output held beyond *hold_above* bytes (see
     :func:`_held_if_large`)."""
+    _site_files_read()  # before a command (raw) may add one
     rc, out, err = shell(command, in_data, prompt, password, success,
                          terminal, timeout, as_job, login)
     return _held_if_large(rc, out, err, hold_above)

@@ -303,3 +303,74 @@ def test_a_shell_executable_that_is_missing_fails_as_in_vanilla(
     assert tasks['a copy']['status'] == 'unreachable', tasks
     assert 'never reached' not in tasks
     assert ours.stats.get('module_runs', 0) == 0, ours.stats
+
+
+SITE_BOOK = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: where the user site is
+      command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
+      register: usersite
+    - name: make the user site
+      file: {path: "{{ usersite.stdout }}", state: directory}
+    - name: an empty user site
+      library_value:
+    - name: remove the user site
+      file: {path: "{{ usersite.stdout }}", state: absent}
+    - name: no user site
+      library_value:
+    - name: make the user site again
+      file: {path: "{{ usersite.stdout }}", state: directory}
+    - name: install the library there
+      copy: {content: "VALUE = 1\\n", dest: "{{ usersite.stdout }}/plasmid_lib_ver.py"}
+    - name: the user site made again
+      library_value:
+    - name: remove the library
+      file: {path: "{{ usersite.stdout }}/plasmid_lib_ver.py", state: absent}
+    - name: a folder beside the user site
+      file: {path: "{{ usersite.stdout }}-pth", state: directory}
+    - name: install the library in it
+      copy: {content: "VALUE = 2\\n", dest: "{{ usersite.stdout }}-pth/plasmid_lib_ver.py"}
+    - name: a pth file naming it
+      copy: {content: "{{ usersite.stdout }}-pth\\n", dest: "{{ usersite.stdout }}/plasmid-lib.pth"}
+    - name: through the pth file
+      library_value:
+    - name: remove the pth file
+      file: {path: "{{ usersite.stdout }}/plasmid-lib.pth", state: absent}
+    - name: the pth file gone
+      library_value:
+    - name: clean up
+      file: {path: "{{ item }}", state: absent}
+      loop: ["{{ usersite.stdout }}", "{{ usersite.stdout }}-pth"]
+"""
+
+
+@pytest.mark.edge_releases
+def test_site_folders_and_pth_files_changed_mid_run_are_seen(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """A fresh interpreter reads the site folders' .pth files as it starts
+    (``pip install -e`` writes one, so do packages that ship one): ours
+    read those there when it started only, so a library a .pth file added
+    later names went unseen.  (The user site on sys.path, removed, then
+    made again with a library in it, must be seen too.)  A .pth file
+    gone: what it added stays in ours, so the modules run from the
+    script, as vanilla's."""
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
+    (tmp_path / 'module_utils').mkdir()
+    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
+        LIBRARY_PROBE)
+    inv = inventory(sshd, ansible_account)
+    vanilla, ours = run_both(ansible_bin, tmp_path, SITE_BOOK, inv)
+    for field in ('value', 'probed'):
+        values = {name: r['result'].get(field)
+                  for (_, name), r in ours.by_task().items()}
+        assert [values[name] for name in (
+            'an empty user site', 'no user site', 'the user site made again',
+            'through the pth file', 'the pth file gone')] == \
+            ['ImportError', 'ImportError', 1, 2, 'ImportError'], \
+            (field, values)
+    # From the script: the check after the .pth file went and the clean
+    # up's two items.
+    assert ours.stats.get('modules_from_script') == 3, ours.stats
