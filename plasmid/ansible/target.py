@@ -377,9 +377,23 @@ def _add_user_site():
     path = site.getusersitepackages()
     if path in sys.path or not os.path.isdir(path):
         return False
+    # Before the system's site folders, as site.py puts it, its .pth
+    # files' folders with it: a library the task installed there over
+    # the system's (``pip install --user -U``) is the one imported.
+    before = len(sys.path)
     site.addsitedir(path)  # its .pth files with it
+    added = sys.path[before:]
+    del sys.path[before:]
+    system = [sys.path.index(folder)
+              for folder in getattr(site, 'getsitepackages', lambda: [])()
+              if folder in sys.path]
+    at = min(system) if system else len(sys.path)
+    sys.path[at:at] = added
     if _PTH_READ is not None:
-        _PTH_READ.update(_pth_files([path]))
+        found = _pth_files([path])
+        _PTH_READ.update(found)
+        for (folder, _), content in found.items():
+            _await_folders(folder, content)
     return True
 
 
@@ -390,28 +404,36 @@ def _add_user_site():
 # one) puts a folder on sys.path or a finder on sys.meta_path.
 _PTH_READ = None
 _PTH_LISTED = {}  # site folder -> (mtime, its .pth files) when last listed
+# Folders that path lines of the .pth files read name, not there when read.
+_PTH_AWAITED = set()
 
 
 def _site_files_changed():
     """Read the .pth files added to the site folders on sys.path since
     the last module, as a fresh interpreter would have as it started;
-    True if there were any.  None if one read before has gone or changed
-    since: what it put on sys.path or sys.meta_path cannot be taken back
-    here, so modules run as a fresh interpreter until it is back as read.
-    A stat per site folder and task; a folder that changed is listed and
-    its .pth files read again."""
+    True if there were any, or if a folder a .pth file read names, not
+    there then, is there now (a fresh interpreter would put it on
+    sys.path: this puts it there).  None if one read before has gone or
+    changed since: what it put on sys.path or sys.meta_path cannot be
+    taken back here, so modules run as a fresh interpreter until it is
+    back as read.  A stat per site folder and task (and per folder
+    awaited); a folder that changed is listed and its .pth files read
+    again."""
     import site
     if _site_files_read():
         return False
     found = _pth_files(_site_folders())
-    if found == _PTH_READ:
-        return False
-    if any(found.get(key) != content for key, content in _PTH_READ.items()):
-        return None
-    for folder, name in sorted(set(found) - set(_PTH_READ)):
-        site.addpackage(folder, name, None)
-        _PTH_READ[folder, name] = found[folder, name]
-    return True
+    added = False
+    if found != _PTH_READ:
+        if any(found.get(key) != content
+               for key, content in _PTH_READ.items()):
+            return None
+        for folder, name in sorted(set(found) - set(_PTH_READ)):
+            site.addpackage(folder, name, None)
+            _PTH_READ[folder, name] = found[folder, name]
+            _await_folders(folder, found[folder, name])
+            added = True
+    return _awaited_folders_made() or added
 
 
 def _site_files_read():
@@ -423,7 +445,39 @@ def _site_files_read():
     if _PTH_READ is not None:
         return False
     _PTH_READ = _pth_files(_site_folders())
+    for (folder, _), content in _PTH_READ.items():
+        _await_folders(folder, content)
     return True
+
+
+def _await_folders(site_folder, content):
+    """Note the folders that the path lines of a .pth file read (its
+    *content*, in *site_folder*) name and that are not there: site.py
+    skips such a line, and the next fresh interpreter, once the folder is
+    made, puts it on sys.path."""
+    if not isinstance(content, str):  # Python 3: bytes
+        try:
+            content = content.decode('utf-8')
+        except UnicodeDecodeError:
+            return
+    for line in content.splitlines():
+        if (line.startswith('#') or not line.strip() or
+                line.startswith(('import ', 'import\t'))):
+            continue
+        folder = os.path.abspath(os.path.join(site_folder, line.rstrip()))
+        if not os.path.exists(folder):
+            _PTH_AWAITED.add(folder)
+
+
+def _awaited_folders_made():
+    """Put on sys.path the folders awaited (see _await_folders) that are
+    there now, as a fresh interpreter would; True if there were any."""
+    made = sorted(f for f in _PTH_AWAITED if os.path.exists(f))
+    for folder in made:
+        _PTH_AWAITED.discard(folder)
+        if folder not in sys.path:
+            sys.path.append(folder)
+    return bool(made)
 
 
 def _site_folders():

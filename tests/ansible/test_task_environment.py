@@ -374,3 +374,105 @@ def test_site_folders_and_pth_files_changed_mid_run_are_seen(
     # From the script: the check after the .pth file went and the clean
     # up's two items.
     assert ours.stats.get('modules_from_script') == 3, ours.stats
+
+
+# What ``pip install --user -e`` (setuptools' PEP 660 editable wheel)
+# writes for a project whose layout it cannot map with a path line: a .pth
+# file that imports a finder module beside it, which puts a finder on
+# sys.meta_path.  (As setuptools' own, trimmed: the project beside the
+# user site, ``<user site>-ed``.)
+EDITABLE_FINDER = '''import os, sys
+from importlib.util import spec_from_file_location
+MAPPING = {'plasmid_lib_ver': os.path.dirname(__file__) + '-ed/plasmid_lib_ver'}
+class _EditableFinder:  # MetaPathFinder
+    @classmethod
+    def find_spec(cls, fullname, path=None, target=None):
+        if fullname in MAPPING and os.path.exists(MAPPING[fullname] + '.py'):
+            return spec_from_file_location(fullname, MAPPING[fullname] + '.py')
+        return None
+def install():
+    if not any(finder == _EditableFinder for finder in sys.meta_path):
+        sys.meta_path.append(_EditableFinder)
+'''
+
+# The user site goes before the system's site folders: a library installed
+# there over the system's is the one imported.
+SITE_ORDER_MODULE = '''#!/usr/bin/python
+import sys
+from ansible.module_utils.basic import AnsibleModule
+AnsibleModule(argument_spec={}).exit_json(site_folders=[
+    p for p in sys.path if p.endswith(('-packages', '-ed', '-later'))])
+'''
+
+EDITABLE_BOOK = """
+- hosts: targets
+  gather_facts: false
+  tasks:
+    - name: where the user site is
+      command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
+      register: usersite
+    - name: make the user site
+      file: {path: "{{ usersite.stdout }}", state: directory}
+    - name: an empty user site
+      library_value:
+    - name: the site folders in order
+      site_order:
+    - name: the project
+      file: {path: "{{ usersite.stdout }}-ed", state: directory}
+    - name: its module
+      copy: {content: "VALUE = 3\\n", dest: "{{ usersite.stdout }}-ed/plasmid_lib_ver.py"}
+    - name: the finder module
+      copy:
+        src: "{{ finder }}"
+        dest: "{{ usersite.stdout }}/__editable___plasmid_lib_ver_0_1_finder.py"
+    - name: the pth file importing it
+      copy:
+        content: "import __editable___plasmid_lib_ver_0_1_finder; __editable___plasmid_lib_ver_0_1_finder.install()\\n"
+        dest: "{{ usersite.stdout }}/__editable__.plasmid_lib_ver-0.1.pth"
+    - name: installed editable
+      library_value:
+    - name: a pth file naming a folder not made yet
+      copy: {content: "{{ usersite.stdout }}-later\\n", dest: "{{ usersite.stdout }}/plasmid-later.pth"}
+    - name: before the folder
+      library_value:
+    - name: the folder made
+      file: {path: "{{ usersite.stdout }}-later", state: directory}
+    - name: the editable one removed
+      file: {path: "{{ usersite.stdout }}-ed/plasmid_lib_ver.py", state: absent}
+    - name: a library in the folder made later
+      copy: {content: "VALUE = 4\\n", dest: "{{ usersite.stdout }}-later/plasmid_lib_ver.py"}
+    - name: through the folder made later
+      library_value:
+    - name: clean up
+      file: {path: "{{ item }}", state: absent}
+      loop: ["{{ usersite.stdout }}", "{{ usersite.stdout }}-ed", "{{ usersite.stdout }}-later"]
+"""
+
+
+@pytest.mark.edge_releases
+def test_an_editable_install_and_a_pth_file_naming_a_folder_made_later_are_seen(
+        ansible_bin, ansible_account, sshd, tmp_path):
+    """``pip install --user -e`` writes a .pth file that imports a finder
+    module it writes beside it; vanilla's next interpreter imports the
+    project through it.  A .pth file naming a folder that is not there
+    yet: a fresh interpreter skips the line, and the next one, once the
+    folder is made, puts it on sys.path.  (The user site made mid-run goes
+    before the system's site folders, as site.py puts it.)"""
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
+    (tmp_path / 'module_utils').mkdir()
+    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
+        LIBRARY_PROBE)
+    (tmp_path / 'library' / 'site_order.py').write_text(SITE_ORDER_MODULE)
+    finder = tmp_path / 'finder.py'
+    finder.write_text(EDITABLE_FINDER)
+    inv = inventory(sshd, ansible_account)
+    book = EDITABLE_BOOK.replace('{{ finder }}', str(finder))
+    vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
+    for field in ('value', 'probed'):
+        values = {name: r['result'].get(field)
+                  for (_, name), r in ours.by_task().items()}
+        assert [values[name] for name in (
+            'an empty user site', 'installed editable', 'before the folder',
+            'through the folder made later')] == \
+            ['ImportError', 3, 3, 4], (field, values)
