@@ -169,14 +169,17 @@ except ImportError:
     PROBED = 'ImportError'
 '''
 
-LIBRARY_BOOK = """
+# How the books of libraries installed mid-run start: the user site's
+# folder found (usersite.stdout), none made yet.
+USER_SITE_FOUND = """
 - hosts: targets
   gather_facts: false
   tasks:
     - name: where the user site is
       command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
       register: usersite
-    - name: before any library
+"""
+LIBRARY_BOOK = USER_SITE_FOUND + """    - name: before any library
       library_value:
     - name: make the user site
       file: {path: "{{ usersite.stdout }}", state: directory}
@@ -203,6 +206,25 @@ LIBRARY_BOOK = """
 """
 
 
+def _with_the_library_module(tmp_path) -> None:
+    """The playbook's ``library_value`` module and the module_utils it
+    probes the library with, beside the playbook."""
+    (tmp_path / 'library').mkdir()
+    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
+    (tmp_path / 'module_utils').mkdir()
+    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
+        LIBRARY_PROBE)
+
+
+def _assert_seen(ours, tasks: tuple, expected: list) -> None:
+    """The library's VALUE (or 'ImportError') that each of *tasks* saw,
+    imported by the module and probed by its module_utils alike."""
+    for field in ('value', 'probed'):
+        values = {name: r['result'].get(field)
+                  for (_, name), r in ours.by_task().items()}
+        assert [values[name] for name in tasks] == expected, (field, values)
+
+
 @pytest.mark.edge_releases
 def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
         ansible_bin, ansible_account, sshd, tmp_path):
@@ -211,20 +233,13 @@ def test_a_library_installed_upgraded_or_removed_mid_run_is_seen(
     upgraded, then removed; ours kept the first import warm.  Shared code
     that looked for it kept what it found (or did not) when it was
     warmed: a library installed in a folder on sys.path went unseen."""
-    (tmp_path / 'library').mkdir()
-    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
-    (tmp_path / 'module_utils').mkdir()
-    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
-        LIBRARY_PROBE)
+    _with_the_library_module(tmp_path)
     inv = inventory(sshd, ansible_account)
     vanilla, ours = run_both(ansible_bin, tmp_path, LIBRARY_BOOK, inv)
-    for field in ('value', 'probed'):
-        values = {name: r['result'].get(field)
-                  for (_, name), r in ours.by_task().items()}
-        assert [values[name] for name in (
-            'before any library', 'first version', 'again, warm',
-            'second version', 'after removal', 'installed again')] == \
-            ['ImportError', 1, 1, 22222, 'ImportError', 333], (field, values)
+    _assert_seen(ours, (
+        'before any library', 'first version', 'again, warm',
+        'second version', 'after removal', 'installed again'),
+        ['ImportError', 1, 1, 22222, 'ImportError', 333])
 
 
 WRAPPED_BOOK = """
@@ -305,18 +320,13 @@ def test_a_shell_executable_that_is_missing_fails_as_in_vanilla(
     assert ours.stats.get('module_runs', 0) == 0, ours.stats
 
 
-SITE_BOOK = """
-- hosts: targets
-  gather_facts: false
-  tasks:
-    - name: where the user site is
-      command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
-      register: usersite
-    - name: make the user site
+# How the site books start: an empty user site made (usersite.stdout).
+USER_SITE_MADE = USER_SITE_FOUND + """    - name: make the user site
       file: {path: "{{ usersite.stdout }}", state: directory}
     - name: an empty user site
       library_value:
-    - name: remove the user site
+"""
+SITE_BOOK = USER_SITE_MADE + """    - name: remove the user site
       file: {path: "{{ usersite.stdout }}", state: absent}
     - name: no user site
       library_value:
@@ -356,21 +366,13 @@ def test_site_folders_and_pth_files_changed_mid_run_are_seen(
     made again with a library in it, must be seen too.)  A .pth file
     gone: what it added stays in ours, so the modules run from the
     script, as vanilla's."""
-    (tmp_path / 'library').mkdir()
-    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
-    (tmp_path / 'module_utils').mkdir()
-    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
-        LIBRARY_PROBE)
+    _with_the_library_module(tmp_path)
     inv = inventory(sshd, ansible_account)
     vanilla, ours = run_both(ansible_bin, tmp_path, SITE_BOOK, inv)
-    for field in ('value', 'probed'):
-        values = {name: r['result'].get(field)
-                  for (_, name), r in ours.by_task().items()}
-        assert [values[name] for name in (
-            'an empty user site', 'no user site', 'the user site made again',
-            'through the pth file', 'the pth file gone')] == \
-            ['ImportError', 'ImportError', 1, 2, 'ImportError'], \
-            (field, values)
+    _assert_seen(ours, (
+        'an empty user site', 'no user site', 'the user site made again',
+        'through the pth file', 'the pth file gone'),
+        ['ImportError', 'ImportError', 1, 2, 'ImportError'])
     # From the script: the check after the .pth file went and the clean
     # up's two items.
     assert ours.stats.get('modules_from_script') == 3, ours.stats
@@ -404,18 +406,7 @@ AnsibleModule(argument_spec={}).exit_json(site_folders=[
     p for p in sys.path if p.endswith(('-packages', '-ed', '-later'))])
 '''
 
-EDITABLE_BOOK = """
-- hosts: targets
-  gather_facts: false
-  tasks:
-    - name: where the user site is
-      command: /usr/bin/python3 -c "import site; print(site.getusersitepackages())"
-      register: usersite
-    - name: make the user site
-      file: {path: "{{ usersite.stdout }}", state: directory}
-    - name: an empty user site
-      library_value:
-    - name: the site folders in order
+EDITABLE_BOOK = USER_SITE_MADE + """    - name: the site folders in order
       site_order:
     - name: the project
       file: {path: "{{ usersite.stdout }}-ed", state: directory}
@@ -458,21 +449,14 @@ def test_an_editable_install_and_a_pth_file_naming_a_folder_made_later_are_seen(
     yet: a fresh interpreter skips the line, and the next one, once the
     folder is made, puts it on sys.path.  (The user site made mid-run goes
     before the system's site folders, as site.py puts it.)"""
-    (tmp_path / 'library').mkdir()
-    (tmp_path / 'library' / 'library_value.py').write_text(LIBRARY_MODULE)
-    (tmp_path / 'module_utils').mkdir()
-    (tmp_path / 'module_utils' / 'plasmid_lib_probe.py').write_text(
-        LIBRARY_PROBE)
+    _with_the_library_module(tmp_path)
     (tmp_path / 'library' / 'site_order.py').write_text(SITE_ORDER_MODULE)
     finder = tmp_path / 'finder.py'
     finder.write_text(EDITABLE_FINDER)
     inv = inventory(sshd, ansible_account)
     book = EDITABLE_BOOK.replace('{{ finder }}', str(finder))
     vanilla, ours = run_both(ansible_bin, tmp_path, book, inv)
-    for field in ('value', 'probed'):
-        values = {name: r['result'].get(field)
-                  for (_, name), r in ours.by_task().items()}
-        assert [values[name] for name in (
-            'an empty user site', 'installed editable', 'before the folder',
-            'through the folder made later')] == \
-            ['ImportError', 3, 3, 4], (field, values)
+    _assert_seen(ours, (
+        'an empty user site', 'installed editable', 'before the folder',
+        'through the folder made later'),
+        ['ImportError', 3, 3, 4])
