@@ -384,9 +384,7 @@ def _add_user_site():
     site.addsitedir(path)  # its .pth files with it
     added = sys.path[before:]
     del sys.path[before:]
-    system = [sys.path.index(folder)
-              for folder in getattr(site, 'getsitepackages', lambda: [])()
-              if folder in sys.path]
+    system = [sys.path.index(folder) for folder in _system_site_folders()]
     at = min(system) if system else len(sys.path)
     sys.path[at:at] = added
     if _PTH_READ is not None:
@@ -484,10 +482,19 @@ def _site_folders():
     """The site folders on sys.path, whose .pth files a fresh interpreter
     reads as it starts."""
     import site
-    folders = list(getattr(site, 'getsitepackages', lambda: [])())
-    if getattr(site, 'ENABLE_USER_SITE', False):
+    folders = _system_site_folders()
+    if getattr(site, 'ENABLE_USER_SITE', False) and \
+            site.getusersitepackages() in sys.path:
         folders.append(site.getusersitepackages())
-    return [folder for folder in folders if folder in sys.path]
+    return folders
+
+
+def _system_site_folders():
+    """The system's site folders (site.getsitepackages) on sys.path."""
+    import site
+    return [folder for folder in getattr(site, 'getsitepackages',
+                                         lambda: [])()
+            if folder in sys.path]
 
 
 def _pth_files(folders):
