@@ -27,6 +27,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ansible import constants as C
 from ansible.errors import (AnsibleAuthenticationFailure,
                             AnsibleConnectionFailure, AnsibleError,
                             AnsibleFileNotFound)
@@ -60,7 +61,11 @@ def import_runtime() -> None:
 
 # What ssh's prompt for a token's PIN starts with; vanilla watches for it.
 PKCS11_PROMPT = 'Enter PIN for '
-_SINCE_2_19 = tuple(int(p) for p in ansible_version.split('.')[:2]) >= (2, 19)
+_RELEASE = tuple(int(p) for p in ansible_version.split('.')[:2])
+_SINCE_2_19 = _RELEASE >= (2, 19)
+# 2.22's ssh plugin shows a command's rc alone at -vvv, its output only
+# under ANSIBLE_DEBUG: module output may hold secrets not yet masked.
+_RESULT_OUTPUT_DEBUG_ONLY = _RELEASE >= (2, 22)
 # What the release's ssh plugin raises when the become prompt never shows:
 # the host is unreachable since 2.19, the task failed before.
 _PROMPT_TIMEOUT_ERROR = AnsibleConnectionFailure if _SINCE_2_19 \
@@ -463,15 +468,28 @@ class Connection(ConnectionBase):
         result = self._run_command(cmd, in_data, sudoable, success)
         if result[0] == 255:
             self._as_ssh_takes_255(result, in_data)
-        if self.SHOWS_RESULTS and _display.verbosity >= 3:
+        if self.SHOWS_RESULTS:
+            self._show_result(result, success)
+        return result
+
+    def _show_result(self, result: tuple[int, bytes, bytes],
+                     success: Optional[str]) -> None:
+        """What the release's ssh plugin shows of a command's end."""
+        if _display.verbosity >= 3:
             if success and _SINCE_2_19:
                 self._trace('Escalation succeeded')
             elif success:  # 2.18 shows it without the host
                 _display.vvv('Escalation succeeded')
+        no_log = self._play_context.no_log
+        if _RESULT_OUTPUT_DEBUG_ONLY:
+            self._trace('rc=%s' % result[0])
+            if C.DEFAULT_DEBUG:  # formatting costs as much as the output
+                _display.debug('stdout and stderr censored due to no log'
+                               if no_log else 'stdout and stderr: %s'
+                               % str(tuple(result[1:])))
+        else:
             self._trace('rc=%s, stdout and stderr censored due to no log'
-                        % result[0] if self._play_context.no_log
-                        else str(tuple(result)))
-        return result
+                        % result[0] if no_log else str(tuple(result)))
 
     def _run_command(self, cmd: str, in_data: Optional[bytes],
                      sudoable: bool,

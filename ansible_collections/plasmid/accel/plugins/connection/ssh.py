@@ -56,6 +56,7 @@ options:
   password:
     description: Password to type at ssh's prompt; without one, ssh runs in batch mode.
     type: string
+    secret: true
     vars:
       - name: ansible_password
       - name: ansible_ssh_pass
@@ -116,6 +117,7 @@ options:
         C(private_key_file) is then not used. ansible-core 2.18 knows no such option, and
         it is ignored there as under vanilla.
     type: string
+    secret: true
     env:
       - name: ANSIBLE_PRIVATE_KEY
     vars:
@@ -124,6 +126,7 @@ options:
   private_key_passphrase:
     description: The passphrase of C(private_key), if it has one.
     type: string
+    secret: true
     env:
       - name: ANSIBLE_PRIVATE_KEY_PASSPHRASE
     vars:
