@@ -106,7 +106,7 @@ DEFAULT_DOC = os.path.join(REPO, 'docs', 'ansible-compat.md')
 NOTES = os.path.join(HERE, 'notes.md')
 TARGET_PYTHON = '3.11@/usr/bin/python3.11'
 TARGET_INTERPRETER = '/usr/bin/python3.11'
-VERSIONS = ('2.18', '2.19', '2.20', '2.21')
+VERSIONS = ('2.18', '2.19', '2.20', '2.21', '2.22')
 MODES = ('vanilla', 'plasmid', 'plasmid-strategy')
 DEFAULT_MODES = ('vanilla', 'plasmid')
 
