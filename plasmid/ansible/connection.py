@@ -474,22 +474,24 @@ class Connection(ConnectionBase):
 
     def _show_result(self, result: tuple[int, bytes, bytes],
                      success: Optional[str]) -> None:
-        """What the release's ssh plugin shows of a command's end."""
+        """What the release's ssh plugin shows of a command's end.  Each
+        message is formatted only when it will show: the output's text
+        costs as much as the output."""
+        no_log = self._play_context.no_log
         if _display.verbosity >= 3:
             if success and _SINCE_2_19:
                 self._trace('Escalation succeeded')
             elif success:  # 2.18 shows it without the host
                 _display.vvv('Escalation succeeded')
-        no_log = self._play_context.no_log
-        if _RESULT_OUTPUT_DEBUG_ONLY:
-            self._trace('rc=%s' % result[0])
-            if C.DEFAULT_DEBUG:  # formatting costs as much as the output
-                _display.debug('stdout and stderr censored due to no log'
-                               if no_log else 'stdout and stderr: %s'
-                               % str(tuple(result[1:])))
-        else:
-            self._trace('rc=%s, stdout and stderr censored due to no log'
-                        % result[0] if no_log else str(tuple(result)))
+            if _RESULT_OUTPUT_DEBUG_ONLY:
+                self._trace('rc=%s' % result[0])
+            else:
+                self._trace('rc=%s, stdout and stderr censored due to no log'
+                            % result[0] if no_log else str(tuple(result)))
+        if _RESULT_OUTPUT_DEBUG_ONLY and C.DEFAULT_DEBUG:
+            _display.debug('stdout and stderr censored due to no log'
+                           if no_log else 'stdout and stderr: %s'
+                           % str(tuple(result[1:])))
 
     def _run_command(self, cmd: str, in_data: Optional[bytes],
                      sudoable: bool,
