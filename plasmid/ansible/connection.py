@@ -151,7 +151,18 @@ class Connection(ConnectionBase):
     # Pipelining comes from our 'pipelining' option (default true), never
     # from always_pipeline_modules: that would pipeline async tasks too,
     # which then run synchronously.
-    has_pipelining = True
+    if _SINCE_2_19:
+        has_pipelining = True
+    else:
+        @property
+        def has_pipelining(self) -> bool:
+            """2.18 has no is_pipelining_enabled to ask (below); its action
+            reads this where 2.19+'s asks, before it builds a task's
+            module, and no task that stays on the controller reads it:
+            the broker starts meanwhile on 2.18 too.  (Its 'pipelining'
+            option is read by every task's PlayContext.)"""
+            self._start_broker_early()
+            return True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -33,6 +33,14 @@ class Run:
         return {(r['host'], r['task']): r for r in self.results}
 
 
+def release_of(ansible_bin: str) -> tuple[int, ...]:
+    """The ansible-core release, (major, minor), of the venv whose bin/
+    directory is *ansible_bin*: .ci/setup names each venv for its release
+    (/opt/plasmid-ansible/2.21/bin)."""
+    name = os.path.basename(os.path.dirname(ansible_bin))
+    return tuple(int(part) for part in name.split('.')[:2])
+
+
 def inventory(sshd, account: str, hosts: tuple = ('t1',),
               extra: str = '') -> str:
     server = sshd.server

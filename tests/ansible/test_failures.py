@@ -15,7 +15,8 @@ import time
 import pytest
 
 from parity import STRATEGY, assert_same, lost_the_pipe_race, run_both
-from runner import inventory, prepare_playbook, run_playbook, wait_for_stats
+from runner import (inventory, prepare_playbook, release_of, run_playbook,
+                    wait_for_stats)
 from testbed.procs import interruptible, pgrep
 from testbed.pythons import require_python, slow_python_script
 
@@ -592,7 +593,7 @@ def test_our_plugin_installed_as_ssh_falls_back_or_says_why_not(
     assert 'Traceback' not in run.output
     results = {r['task']: r for r in run.results}
     raw = results['raw, as to install a Python']
-    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+    if release_of(ansible_bin) < (2, 19):
         assert raw['result']['stdout'].split() == ['hello', ansible_account]
         assert 'script says hi' in results['a script']['result']['stdout']
         # It was ours that ran: its broker counted the module sent as given.

@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from parity import STRATEGY, assert_same, lost_the_pipe_race, run_both
-from runner import PASSWORD, inventory, run_playbook
+from runner import PASSWORD, inventory, release_of, run_playbook
 from testbed.dropping import DroppingPort
 from testbed.procs import pgrep
 
@@ -299,7 +299,7 @@ def test_an_unreachable_hosts_error_block_reads_like_vanillas(
     assert error_block(ours) == error_block(vanilla), ours.output
     chained = any('<<< caused by >>>' in line
                   for line in error_block(vanilla))
-    since_2_19 = os.path.basename(os.path.dirname(ansible_bin)) >= '2.19'
+    since_2_19 = release_of(ansible_bin) >= (2, 19)
     assert chained == (discovered and since_2_19), vanilla.output
 
 
@@ -314,7 +314,7 @@ def test_ssh_verbosity_shows_in_an_unreachable_message_as_in_vanilla(
     vanilla = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, False)
     ours = run_playbook(ansible_bin, tmp_path, UNREACHABLE, inv, True)
     assert vanilla.rc == ours.rc == 4, ours.output
-    since_2_19 = os.path.basename(os.path.dirname(ansible_bin)) >= '2.19'
+    since_2_19 = release_of(ansible_bin) >= (2, 19)
     for run in (vanilla, ours):
         [first, _] = [r['result']['msg'] for r in run.results]
         assert ('debug2: ' in first) == since_2_19, first
@@ -376,7 +376,7 @@ def test_a_password_prompt_of_other_words_unnamed_fails_naming_it(
     for result in ours.results:
         assert 'it waits at a prompt we cannot answer (nothing more within ' \
             '2s): Kennwort (' in result['result']['msg'], result
-    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+    if release_of(ansible_bin) >= (2, 19):
         vanilla = run_playbook(ansible_bin, tmp_path, LOGIN_PASSWORD, inv,
                                False)
         assert [r['status'] for r in vanilla.results] == statuses
@@ -583,7 +583,7 @@ def test_a_login_password_and_its_refusal_match_vanilla(
                             extra)
         _assert_password_refusals_match(vanilla, ours, ansible_account)
     said = ours.by_task()[('wrong', 'pipelined')]['result']['msg']
-    if os.path.basename(os.path.dirname(ansible_bin)) >= '2.19':
+    if release_of(ansible_bin) >= (2, 19):
         assert 'Permission denied (publickey,password).' in said, said
     else:
         assert 'Invalid/incorrect password: Permission denied' in said, said
@@ -596,7 +596,7 @@ def test_the_sshpass_password_mechanism_matches_vanilla(
     ansible-core 2.21 regressed here: its pipelined task fails as a
     module with no JSON (sshpass's rc 5) instead; ours stays unreachable,
     as vanilla meant it (its ssh plugin's handling of sshpass's rc 5)."""
-    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+    if release_of(ansible_bin) < (2, 19):
         pytest.skip('2.18 has no password_mechanism: it always uses sshpass')
     inv = _password_inventory(sshd, ansible_account).replace(
         'ansible_password=', 'ansible_ssh_password_mechanism=sshpass '
@@ -653,7 +653,7 @@ def test_a_private_key_given_as_text_logs_in_through_the_agent(
     passphrase) goes into the ssh agent that SSH_AGENT=auto starts, and ssh
     logs in with that key alone, not the key file the inventory names: a
     host given a key sshd does not know is unreachable, as in vanilla."""
-    if os.path.basename(os.path.dirname(ansible_bin)) < '2.19':
+    if release_of(ansible_bin) < (2, 19):
         pytest.skip('2.18 has no private_key option')
     passphrase = 'agent-test'
     keys = {}
