@@ -331,8 +331,9 @@ def start_broker_early(wait_at_exit: bool = False) -> None:
 
 def start_broker_if_missing() -> None:
     """For a task about to build its module (ansible-core 2.19+ asks the
-    connection whether it pipelines first): the run's broker starts
-    meanwhile, unless it is there or being started by this process."""
+    connection whether it pipelines first, 2.18 reads its has_pipelining):
+    the run's broker starts meanwhile, unless it is there or being started
+    by this process."""
     if _START_LOCK.locked():
         return
     try:
