@@ -302,7 +302,8 @@ def start_lock() -> threading.Lock:
     return _START_LOCK
 
 
-def start_broker_early(wait_at_exit: bool = False) -> None:
+def start_broker_early(wait_at_exit: bool = False,
+                       client: Optional[Client] = None) -> None:
     """Start this run's broker on a thread of its own, so that the first
     task finds it listening: ansible-core prepares that task (templating,
     building the module's payload) for longer than the broker takes to
@@ -313,15 +314,16 @@ def start_broker_early(wait_at_exit: bool = False) -> None:
     must not fail the task for it).  *wait_at_exit*: the process waits
     for the start before it exits (a forked worker whose task ended
     first: the next worker would find the broker neither listening nor
-    being started, and start a second one)."""
+    being started, and start a second one).  *client*: one made for this
+    run already (its paths found), to start it with."""
     def start() -> None:
-        client = Client()
+        starter = client or Client()
         try:
-            client.connect()
+            starter.connect()
         except (BrokerError, OSError):
             pass
         finally:
-            client.close()
+            starter.close()
     try:
         threading.Thread(target=start, name='plasmid-broker-start',
                          daemon=not wait_at_exit).start()
@@ -337,8 +339,8 @@ def start_broker_if_missing() -> None:
     if _START_LOCK.locked():
         return
     try:
-        path = Client().path
+        client = Client()
     except BrokerError:
         return  # the task's own call reports it
-    if not os.path.exists(path):
-        start_broker_early(wait_at_exit=True)
+    if not os.path.exists(client.path):
+        start_broker_early(wait_at_exit=True, client=client)
