@@ -32,6 +32,22 @@ import signal
 # inherited (nohup's SIGHUP ignored, say); SIGPIPE is ignored by Python.
 DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM,
                    signal.SIGHUP)
+
+
+def signals_to_default():
+    """The signals a command starts with at their defaults, as sshd's do:
+    DEFAULT_SIGNALS and any other this context has ignored since it
+    started (a shell's ``cmd &`` ignores SIGINT and SIGQUIT, nohup
+    SIGHUP), but SIGXFSZ, which sshd's commands start with ignored."""
+    ignored = []
+    for signum in range(1, signal.NSIG):
+        try:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                ignored.append(signum)
+        except (ValueError, OSError):  # not a signal here
+            continue
+    return tuple(set(DEFAULT_SIGNALS).union(ignored) -
+                 set([signal.SIGXFSZ]))
 _CHUNK = 65536
 
 
@@ -132,7 +148,7 @@ def _spawn(path, argv, env, file_actions):
     forbid_inheritance()
     try:
         return os.posix_spawn(path, argv, env, setsid=True,
-                              setsigdef=DEFAULT_SIGNALS,
+                              setsigdef=signals_to_default(),
                               file_actions=file_actions)
     except NotImplementedError:
         return None

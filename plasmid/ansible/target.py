@@ -996,8 +996,9 @@ def _own_session():
     of killing the writer); Python's subprocess set it back to default.
     Their other signals start at their defaults, whatever this context
     inherited: one started under ``nohup`` would otherwise hand SIGHUP
-    ignored on to its commands, and what a command leaves in the
-    background on a terminal would outlive it."""
+    ignored on to its commands (a shell's ``cmd &``, SIGINT and SIGQUIT),
+    and what a command leaves in the background on a terminal would
+    outlive it."""
     _default_signals()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     os.setsid()
@@ -1012,8 +1013,7 @@ def _new_session():
 
 
 def _default_signals():
-    for signum in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM,
-                   signal.SIGHUP):
+    for signum in shell_spawn.signals_to_default():
         signal.signal(signum, signal.SIG_DFL)
 
 

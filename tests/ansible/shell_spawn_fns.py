@@ -16,9 +16,11 @@ def by_subprocess_only():
 
 def inherit_oddly():
     """What a context may have inherited or opened: SIGHUP ignored (as
-    under nohup) and a pipe whose ends a child would inherit.  Returns
+    under nohup), SIGINT and SIGQUIT ignored (as a shell's ``cmd &``
+    leaves them) and a pipe whose ends a child would inherit.  Returns
     the pipe's descriptors."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_IGN)
     ends = os.pipe()
     for fd in ends:
         if hasattr(os, 'set_inheritable'):
