@@ -32,6 +32,7 @@ import signal
 # inherited (nohup's SIGHUP ignored, say); SIGPIPE is ignored by Python.
 DEFAULT_SIGNALS = (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM,
                    signal.SIGHUP)
+_CHUNK = 65536
 
 
 def signals_to_default():
@@ -48,7 +49,6 @@ def signals_to_default():
             continue
     return tuple(set(DEFAULT_SIGNALS).union(ignored) -
                  set([signal.SIGXFSZ]))
-_CHUNK = 65536
 
 
 def available():

@@ -118,8 +118,8 @@ NEVER_REACHES_THE_HOST = """
 def test_the_plugin_starts_the_broker_while_the_module_is_built(
         ansible_bin, ansible_account, sshd, tmp_path):
     """An action asks the connection whether it pipelines before it
-    builds a task's module (2.19+ through is_pipelining_enabled, 2.18 its
-    'pipelining' option): the plugin starts the broker then, and the
+    builds a task's module (2.19+ through is_pipelining_enabled, 2.18 by
+    reading its has_pipelining): the plugin starts the broker then, and the
     first task finds it up.  Here the build fails, so the task never
     reaches the host, and the broker ran all the same (it wrote its
     counters), with no context."""
